@@ -1,0 +1,172 @@
+// A cluster as a graph: devices (GPUs, NVSwitches, PCIe switches, CPUs, NICs, network
+// switches) joined by links (fabric, bandwidth, latency, efficiency, duplex). Both YAML forms
+// of DESIGN.md §5.1 end up here: the explicit form directly, the cluster template through
+// expand_cluster() (cluster_spec.hpp).
+//
+// The graph is stored as plain vectors (devices_, links_) with stable integer ids; a
+// Boost.Graph adjacency_list over the same ids serves the graph algorithms (connectivity,
+// shortest paths, max-flow for bisection bandwidth).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gradsync/config_error.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+using DeviceId = std::size_t;
+using LinkId = std::size_t;
+
+enum class DeviceKind { Gpu, NvSwitch, PcieSwitch, Cpu, Nic, Switch };
+enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet };
+enum class Duplex { Full, Half };
+// The collective library whose per-step overheads apply (DESIGN.md §5.1 `software:`).
+enum class SoftwareModel { Nccl, None };
+
+// Spellings used in YAML and in output ("gpu", "nvswitch", "pcie-switch", "cpu", "nic",
+// "switch"; "nvlink", "pcie", "socket", "infiniband", "roce", "ethernet").
+[[nodiscard]] std::string_view to_string(DeviceKind kind);
+[[nodiscard]] std::string_view to_string(Fabric fabric);
+[[nodiscard]] std::string_view to_string(SoftwareModel software);
+[[nodiscard]] std::optional<DeviceKind> device_kind_from_string(std::string_view text);
+[[nodiscard]] std::optional<Fabric> fabric_from_string(std::string_view text);
+[[nodiscard]] std::optional<SoftwareModel> software_from_string(std::string_view text);
+// True for the fabrics that connect servers (InfiniBand, RoCE, Ethernet).
+[[nodiscard]] bool is_network_fabric(Fabric fabric);
+
+struct Device {
+  std::string name;
+  DeviceKind kind = DeviceKind::Gpu;
+  int node = -1;            // server index; -1 for devices outside any server (network switches)
+  Seconds latency{0.0};     // forwarding latency added to every route crossing this device
+  SourceMark origin;        // where it was declared (for error messages)
+};
+
+struct Link {
+  DeviceId a = 0;
+  DeviceId b = 0;
+  Fabric fabric = Fabric::Ethernet;
+  BytesPerSecond bandwidth{0.0};  // line rate, per direction when full duplex
+  Seconds latency{0.0};
+  double efficiency = 1.0;        // 0 < e <= 1: share of the line rate that carries payload
+  Duplex duplex = Duplex::Full;
+  SourceMark origin;
+
+  [[nodiscard]] BytesPerSecond effective_bandwidth() const { return bandwidth * efficiency; }
+  [[nodiscard]] DeviceId other(DeviceId end) const { return end == a ? b : a; }
+};
+
+// RoCE switch features (DESIGN.md §5.1 `network.roce`).
+struct RoceOptions {
+  bool pfc = true;
+  bool ecn = true;
+};
+
+// Prices for cost comparisons (`cost:`), in the currency named by `currency`.
+struct CostSpec {
+  std::string currency = "USD";
+  double gpu = 0.0;
+  double nic = 0.0;
+  double switch_port = 0.0;   // per network switch port
+  double cable = 0.0;         // per network link
+  double node = 0.0;          // per server chassis without GPUs and NICs
+  double total_override = 0.0;  // a quoted total; 0 = compute from the parts
+};
+
+// One hop-by-hop path between two devices.
+struct Route {
+  std::vector<DeviceId> devices;  // src ... dst
+  std::vector<LinkId> links;      // devices.size() - 1 entries
+};
+
+class Topology {
+ public:
+  Topology() = default;
+  explicit Topology(std::string name) : name_(std::move(name)) {}
+
+  DeviceId add_device(Device device);
+  LinkId add_link(Link link);
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  [[nodiscard]] SoftwareModel software() const { return software_; }
+  void set_software(SoftwareModel s) { software_ = s; }
+  [[nodiscard]] const std::optional<CostSpec>& cost() const { return cost_; }
+  void set_cost(CostSpec c) { cost_ = std::move(c); }
+  [[nodiscard]] const std::optional<RoceOptions>& roce() const { return roce_; }
+  void set_roce(RoceOptions r) { roce_ = r; }
+  [[nodiscard]] const SourceMark& origin() const { return origin_; }
+  void set_origin(SourceMark m) { origin_ = std::move(m); }
+
+  [[nodiscard]] const std::vector<Device>& devices() const { return devices_; }
+  [[nodiscard]] const std::vector<Link>& links() const { return links_; }
+  [[nodiscard]] const Device& device(DeviceId id) const { return devices_.at(id); }
+  [[nodiscard]] const Link& link(LinkId id) const { return links_.at(id); }
+  // Links touching a device, in insertion order.
+  [[nodiscard]] const std::vector<LinkId>& links_of(DeviceId id) const { return adjacency_.at(id); }
+  [[nodiscard]] std::optional<DeviceId> find_device(std::string_view name) const;
+
+  // GPUs in rank order (declaration order).
+  [[nodiscard]] const std::vector<DeviceId>& gpus() const { return gpus_; }
+  [[nodiscard]] std::size_t gpu_count() const { return gpus_.size(); }
+  // Number of distinct servers the GPUs belong to (GPUs without a node count as one each).
+  [[nodiscard]] std::size_t node_count() const;
+
+  // Checks the graph is usable: at least one GPU, no self-loops, positive bandwidths,
+  // 0 < efficiency <= 1, non-negative latencies, every GPU reaches every other GPU (GPUs do not
+  // forward traffic). Throws ConfigError pointing at the offending declaration.
+  void validate() const;
+
+ private:
+  std::string name_;
+  SoftwareModel software_ = SoftwareModel::Nccl;
+  std::optional<CostSpec> cost_;
+  std::optional<RoceOptions> roce_;
+  SourceMark origin_;
+  std::vector<Device> devices_;
+  std::vector<Link> links_;
+  std::vector<std::vector<LinkId>> adjacency_;
+  std::vector<DeviceId> gpus_;
+};
+
+// Shortest-path routing with equal-cost multi-path (ECMP) candidates.
+//
+// Path cost is lexicographic: fewest hops first, then widest links (each link adds
+// kHopCost + kWidthScale / bandwidth[GB/s], rounded, so sums stay exact integers). GPUs never
+// forward traffic. Routes whose costs tie exactly are ECMP candidates; route() picks one
+// hop by hop with a seeded hash, as a switch hashing each flow would.
+class Router {
+ public:
+  explicit Router(const Topology& topology);
+
+  // Every equal-cost shortest path from src to dst, at most `limit` of them (first found).
+  [[nodiscard]] std::vector<Route> equal_cost_routes(DeviceId src, DeviceId dst,
+                                                     std::size_t limit = 64) const;
+  // Number of equal-cost shortest paths (saturates at SIZE_MAX).
+  [[nodiscard]] std::size_t equal_cost_count(DeviceId src, DeviceId dst) const;
+  // One shortest path; flow_hash selects among ECMP candidates at every branching device.
+  [[nodiscard]] Route route(DeviceId src, DeviceId dst, std::uint64_t flow_hash = 0) const;
+  // Hop count of the shortest path; throws std::logic_error when dst is unreachable.
+  [[nodiscard]] std::size_t hops(DeviceId src, DeviceId dst) const;
+
+  static constexpr std::uint64_t kHopCost = 1'000'000;
+  static constexpr double kWidthScale = 1000.0;
+
+ private:
+  // Cost-to-dst of every device (UINT64_MAX = unreachable), computed once per destination.
+  const std::vector<std::uint64_t>& distances_to(DeviceId dst) const;
+  [[nodiscard]] std::uint64_t link_cost(LinkId id) const;
+  [[nodiscard]] bool may_forward(DeviceId id) const;
+
+  const Topology* topology_;
+  std::vector<std::uint64_t> link_costs_;
+  mutable std::vector<std::vector<std::uint64_t>> dist_cache_;  // indexed by dst, empty until used
+};
+
+}  // namespace gradsync

@@ -1,0 +1,40 @@
+// What `gradsync topo` reports about a topology: counts, bandwidths, bisection, diameter.
+// Pure functions of the graph (no SimGrid, no YAML).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+struct FabricLinks {
+  std::size_t count = 0;
+  BytesPerSecond total_bandwidth{0.0};  // sum of line rates (one direction)
+};
+
+struct TopologySummary {
+  std::string name;
+  std::size_t gpus = 0;
+  std::size_t nodes = 0;
+  std::map<DeviceKind, std::size_t> devices;   // count per kind
+  std::map<Fabric, FabricLinks> links;         // count and bandwidth per fabric
+  // Per GPU, per direction: the sum of its own links' line rates (intra-node port), and its
+  // share of its server's network line rate (NIC bandwidth of the node / GPUs of the node).
+  BytesPerSecond gpu_port_bandwidth{0.0};
+  BytesPerSecond gpu_network_bandwidth{0.0};
+  // Max-flow between the first and second half of the ranks (line rates, one direction).
+  BytesPerSecond bisection_bandwidth{0.0};
+  // Worst switch ratio of host-facing to switch-facing bandwidth (1 = non-blocking).
+  double oversubscription = 1.0;
+  std::size_t diameter_hops = 0;  // longest shortest route between two GPUs, in links
+};
+
+[[nodiscard]] TopologySummary summarize(const Topology& topology);
+
+// GraphViz (dot) text: one cluster per server, edges labelled with fabric and bandwidth.
+[[nodiscard]] std::string to_dot(const Topology& topology);
+
+}  // namespace gradsync

@@ -1,0 +1,35 @@
+// gradsync command line: a thin layer over the library. Exit codes (DESIGN.md §6):
+// 0 success, 2 bad input (one line "file:line:col: error: ..."), 1 a bug in gradsync.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "commands.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/units.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gradsync: how long a training step takes on a cluster, and why"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gradsync 0.1.0");
+  gradsync::cli::add_topo_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors are bad input too: exit 2 like any other (CLI11 returns 0 for --help).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const gradsync::ConfigError& e) {
+    std::cerr << e.what() << '\n';
+    return 2;
+  } catch (const gradsync::UnitError& e) {
+    std::cerr << "gradsync: error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "gradsync: internal error (please report): " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}
