@@ -47,6 +47,7 @@ struct NodeSpec {
   int nics = 0;                          // nics == gpus: one NIC per GPU (rail-optimized)
   BytesPerSecond nic_bandwidth{0.0};     // network line rate of one NIC
   std::optional<LinkGroupSpec> pcie;     // GPU <-> NIC (nvlink servers) or NIC <-> CPU (pcie)
+  SourceMark origin;
 };
 
 enum class NetworkShape { SingleSwitch, LeafSpine, FatTree, RailOptimized };
@@ -83,8 +84,9 @@ struct ClusterSpec {
 void validate_cluster(const ClusterSpec& spec);
 
 // Builds the device/link graph. Device names: "n{i}.gpu{j}", "n{i}.nic{k}", "n{i}.nvswitch",
-// "n{i}.cpu{s}", "n{i}.pcie{s}", network switches "leaf{i}", "spine{j}", "rail{r}", "core{j}",
-// "agg{p}.{j}", "edge{p}.{j}", "switch". Calls validate_cluster() first and
+// "n{i}.cpu{s}", "n{i}.pcie{s}"; network switches "switch" (single-switch), "leaf{l}" and
+// "spine{j}" (leaf-spine), "rail{r}" or "rail{r}.{g}" and "spine{j}" (rail-optimized),
+// "edge{p}.{j}", "agg{p}.{j}", "core{j}" (fat-tree). Calls validate_cluster() first and
 // Topology::validate() last.
 [[nodiscard]] Topology expand_cluster(const ClusterSpec& spec);
 

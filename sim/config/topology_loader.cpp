@@ -1,0 +1,345 @@
+// Topology files (DESIGN.md §5.1), both forms: the cluster template (nodes:, node:,
+// network:) expanded by expand_cluster(), and the explicit form (devices:, links:).
+#include <filesystem>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "gradsync/config.hpp"
+#include "gradsync/fabric_defaults.hpp"
+#include "name_ranges.hpp"
+#include "yaml_reader.hpp"
+
+namespace gradsync {
+
+namespace {
+
+using config::MapReader;
+using config::mark_of;
+
+// Bounds that catch typos before they become a multi-gigabyte graph.
+constexpr std::size_t kMaxExplicitDevices = 1'000'000;
+constexpr long long kMaxNodes = 100'000;
+constexpr long long kMaxGpusPerNode = 1024;
+
+const std::vector<std::string> kTemplateKeys{"name", "software", "nodes", "node", "network",
+                                             "cost"};
+const std::vector<std::string> kExplicitKeys{"name", "software", "devices", "links", "cost",
+                                             "roce"};
+const std::vector<std::string> kLinkGroupKeys{"fabric", "switch", "bandwidth", "latency",
+                                              "efficiency"};
+const std::vector<std::string> kSoftware{"nccl", "none"};
+const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet"};
+const std::vector<std::string> kShapes{"single-switch", "leaf-spine", "fat-tree",
+                                       "rail-optimized"};
+const std::vector<std::string> kDeviceKinds{"gpu", "nvswitch", "pcie-switch", "cpu", "nic",
+                                            "switch"};
+const std::vector<std::string> kFabrics{"nvlink", "pcie", "socket", "infiniband", "roce",
+                                        "ethernet"};
+
+std::optional<double> efficiency_of(const MapReader& r) {
+  const auto e = r.opt_number("efficiency");
+  if (e && !(*e > 0.0 && *e <= 1.0))
+    r.fail("efficiency", fmt::format("must be in (0, 1] (a share of line rate), got {}", *e));
+  return e;
+}
+
+BytesPerSecond positive_rate(const MapReader& r, const std::string& key) {
+  const BytesPerSecond bw = r.rate(key);
+  if (!(bw.bytes_per_second() > 0.0)) r.fail(key, "must be positive");
+  return bw;
+}
+
+// bandwidth / latency / efficiency (+ fabric and switch where the group has them).
+LinkGroupSpec read_group(const MapReader& r, Fabric fabric) {
+  LinkGroupSpec g;
+  g.fabric = fabric;
+  g.bandwidth = positive_rate(r, "bandwidth");
+  g.latency = r.time("latency");
+  g.efficiency = efficiency_of(r);
+  g.origin = r.mark();
+  return g;
+}
+
+RoceOptions read_roce(const MapReader& parent, const std::string& key) {
+  MapReader r(parent.node(key), parent.file(), parent.path(key), {"pfc", "ecn"});
+  RoceOptions o;
+  o.pfc = r.opt_boolean("pfc").value_or(true);
+  o.ecn = r.opt_boolean("ecn").value_or(true);
+  return o;
+}
+
+CostSpec read_cost(const MapReader& parent) {
+  MapReader r(parent.node("cost"), parent.file(), "cost",
+              {"currency", "gpu", "nic", "switch_port", "cable", "node", "total"});
+  CostSpec c;
+  c.currency = r.opt_string("currency").value_or("USD");
+  auto price = [&](const std::string& key) {
+    const double v = r.opt_number(key).value_or(0.0);
+    if (v < 0.0) r.fail(key, "a price must not be negative");
+    return v;
+  };
+  c.gpu = price("gpu");
+  c.nic = price("nic");
+  c.switch_port = price("switch_port");
+  c.cable = price("cable");
+  c.node = price("node");
+  c.total_override = price("total");
+  return c;
+}
+
+SoftwareModel read_software(const MapReader& r) {
+  return *software_from_string(r.opt_choice("software", kSoftware).value_or("nccl"));
+}
+
+// ---- cluster template -----------------------------------------------------------------
+
+NodeSpec read_node(const MapReader& top) {
+  MapReader r(top.node("node"), top.file(), "node",
+              {"gpus", "intra", "sockets", "socket_link", "nics", "nic_bandwidth", "pcie"});
+  NodeSpec n;
+  n.origin = r.mark();
+  n.gpus = static_cast<int>(r.integer("gpus", 1, kMaxGpusPerNode));
+  {
+    MapReader intra(r.node("intra"), r.file(), "node.intra", kLinkGroupKeys);
+    const auto fabric = *fabric_from_string(intra.choice("fabric", {"nvlink", "pcie"}));
+    n.intra = read_group(intra, fabric);
+    const bool has_switch = intra.opt_boolean("switch").value_or(true);
+    n.intra_shape = has_switch ? IntraShape::Switch
+                    : fabric == Fabric::NvLink ? IntraShape::Mesh
+                                               : IntraShape::RootComplex;
+  }
+  n.sockets = static_cast<int>(r.opt_integer("sockets", 1, 8).value_or(1));
+  if (r.has("socket_link")) {
+    MapReader s(r.node("socket_link"), r.file(), "node.socket_link",
+                {"bandwidth", "latency", "efficiency"});
+    n.socket_link = read_group(s, Fabric::Socket);
+  }
+  n.nics = static_cast<int>(r.opt_integer("nics", 0, 64).value_or(0));
+  if (r.has("nic_bandwidth")) n.nic_bandwidth = positive_rate(r, "nic_bandwidth");
+  if (r.has("pcie")) {
+    MapReader p(r.node("pcie"), r.file(), "node.pcie", {"bandwidth", "latency", "efficiency"});
+    n.pcie = read_group(p, Fabric::Pcie);
+  }
+  if (n.nics > 0 && !r.has("nic_bandwidth"))
+    throw ConfigError(r.mark(), "missing required key 'nic_bandwidth' in node (node.nics > 0)");
+  if (n.nics > 0 && !n.pcie)
+    throw ConfigError(r.mark(), "missing required key 'pcie' in node (the GPU/CPU <-> NIC link; "
+                                "node.nics > 0)");
+  if (n.sockets > 1 && !n.socket_link)
+    throw ConfigError(r.mark(), "missing required key 'socket_link' in node (node.sockets > 1)");
+  return n;
+}
+
+NetworkSpec read_network(const MapReader& top) {
+  MapReader r(top.node("network"), top.file(), "network",
+              {"fabric", "shape", "hosts_per_leaf", "oversubscription", "spines", "radix",
+               "link_latency", "switch_latency", "efficiency", "roce"});
+  NetworkSpec net;
+  net.origin = r.mark();
+  net.fabric = *fabric_from_string(r.choice("fabric", kNetworkFabrics));
+  net.shape = *network_shape_from_string(r.choice("shape", kShapes));
+  net.hosts_per_leaf = static_cast<int>(r.opt_integer("hosts_per_leaf", 1, kMaxNodes).value_or(0));
+  net.oversubscription = r.opt_number("oversubscription").value_or(1.0);
+  if (net.oversubscription < 1.0 || net.oversubscription > 64.0)
+    r.fail("oversubscription", fmt::format("must be between 1 (non-blocking) and 64, got {}",
+                                           net.oversubscription));
+  net.spines = static_cast<int>(r.opt_integer("spines", 1, 4096).value_or(0));
+  net.radix = static_cast<int>(r.opt_integer("radix", 4, 256).value_or(0));
+  if (net.radix % 2 != 0) r.fail("radix", "a fat-tree radix must be even");
+  if (net.radix != 0 && net.shape != NetworkShape::FatTree)
+    r.fail("radix", "applies to shape: fat-tree only");
+  if (net.hosts_per_leaf != 0 && net.shape != NetworkShape::LeafSpine &&
+      net.shape != NetworkShape::RailOptimized)
+    r.fail("hosts_per_leaf", "applies to shapes leaf-spine and rail-optimized only");
+  if (net.shape == NetworkShape::LeafSpine && !r.has("hosts_per_leaf"))
+    throw ConfigError(r.mark(), "missing required key 'hosts_per_leaf' in network "
+                                "(servers per leaf switch, for shape: leaf-spine)");
+  net.link_latency = r.time("link_latency");
+  net.switch_latency = r.time("switch_latency");
+  net.efficiency = efficiency_of(r);
+  if (r.has("roce")) {
+    if (net.fabric != Fabric::Roce) r.fail("roce", "applies to fabric: roce only");
+    net.roce = read_roce(r, "roce");
+  }
+  return net;
+}
+
+ClusterSpec read_cluster(const MapReader& top, const std::string& default_name) {
+  ClusterSpec spec;
+  spec.origin = top.mark();
+  spec.name = top.opt_string("name").value_or(default_name);
+  spec.software = read_software(top);
+  spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
+  spec.node = read_node(top);
+  if (top.has("network")) spec.network = read_network(top);
+  if (spec.nodes > 1 && !spec.network)
+    throw ConfigError(top.mark(), "missing required key 'network' (nodes > 1 need a network)");
+  if (spec.network && spec.node.nics == 0)
+    throw ConfigError(mark_of(top.node("node"), top.file()),
+                      "node.nics must be at least 1 when a network: is given");
+  if (top.has("cost")) spec.cost = read_cost(top);
+  const long long gpus = static_cast<long long>(spec.nodes) * spec.node.gpus;
+  if (gpus > 262'144)
+    top.fail("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs; gradsync simulates at most "
+                                  "262144", spec.nodes, spec.node.gpus, gpus));
+  return spec;
+}
+
+// ---- explicit form --------------------------------------------------------------------
+
+Topology read_explicit(const MapReader& top, const std::string& default_name) {
+  Topology topo(top.opt_string("name").value_or(default_name));
+  topo.set_origin(top.mark());
+  topo.set_software(read_software(top));
+  if (top.has("cost")) topo.set_cost(read_cost(top));
+  if (top.has("roce")) topo.set_roce(read_roce(top, "roce"));
+
+  std::unordered_map<std::string, DeviceId> by_name;
+  for (const YAML::Node& item : config::sequence_of(top.node("devices"), top.file(), "devices")) {
+    MapReader d(item, top.file(), "device", {"name", "kind", "node", "latency"});
+    const std::string pattern = d.string("name");
+    std::vector<config::ExpandedName> names;
+    try {
+      names = config::expand_name_pattern(pattern,
+                                          kMaxExplicitDevices - topo.devices().size());
+    } catch (const std::invalid_argument& e) {
+      d.fail("name", e.what());
+    }
+    const auto kind = *device_kind_from_string(d.choice("kind", kDeviceKinds));
+    const Seconds latency = d.opt_time("latency").value_or(Seconds(0.0));
+    // node: a number, or "$k" = the value of the k-th bracket of the name.
+    std::optional<long long> node_fixed;
+    std::optional<std::size_t> node_bracket;
+    if (d.has("node")) {
+      const std::string s = d.string("node");
+      if (!s.empty() && s[0] == '$') {
+        const long long k = std::atoll(s.c_str() + 1);
+        if (k < 1 || static_cast<std::size_t>(k) > names.front().indices.size())
+          d.fail("node", fmt::format("'{}' names no bracket of '{}' ($1 is the first)", s, pattern));
+        node_bracket = static_cast<std::size_t>(k - 1);
+      } else {
+        node_fixed = d.integer("node", 0, kMaxNodes);
+      }
+    }
+    for (auto& n : names) {
+      if (by_name.count(n.name) != 0)
+        d.fail("name", fmt::format("device '{}' is declared twice", n.name));
+      const int node = node_bracket ? static_cast<int>(n.indices[*node_bracket])
+                                    : static_cast<int>(node_fixed.value_or(-1));
+      by_name.emplace(n.name, topo.add_device(Device{n.name, kind, node, latency, d.mark("name")}));
+    }
+  }
+
+  std::vector<std::string> all_names;
+  auto resolve = [&](const MapReader& l, const YAML::Node& side) {
+    if (!side.IsScalar())
+      throw ConfigError(mark_of(side, l.file()), "each end of 'between' must be a device name");
+    std::vector<config::ExpandedName> names;
+    try {
+      names = config::expand_name_pattern(side.Scalar(), kMaxExplicitDevices);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(mark_of(side, l.file()), e.what());
+    }
+    std::vector<DeviceId> ids;
+    for (const auto& n : names) {
+      const auto it = by_name.find(n.name);
+      if (it == by_name.end()) {
+        if (all_names.empty())
+          for (const auto& dev : topo.devices()) all_names.push_back(dev.name);
+        const std::string near = all_names.size() <= 100'000
+                                     ? config::closest_match(n.name, all_names) : "";
+        throw ConfigError(mark_of(side, l.file()),
+                          fmt::format("unknown device '{}'{}", n.name,
+                                      near.empty() ? " (declare it under devices:)"
+                                                   : fmt::format("; did you mean '{}'?", near)));
+      }
+      ids.push_back(it->second);
+    }
+    return ids;
+  };
+
+  for (const YAML::Node& item : config::sequence_of(top.node("links"), top.file(), "links")) {
+    MapReader l(item, top.file(), "link",
+                {"between", "fabric", "bandwidth", "latency", "efficiency", "duplex"});
+    const auto ends = config::sequence_of(l.node("between"), l.file(), "link.between");
+    if (ends.size() != 2)
+      l.fail("between", fmt::format("expected two ends [a, b], got {}", ends.size()));
+    const auto left = resolve(l, ends[0]);
+    const auto right = resolve(l, ends[1]);
+    if (left.size() != right.size() && left.size() != 1 && right.size() != 1)
+      l.fail("between", fmt::format("the two ends expand to {} and {} devices; use one device "
+                                    "on a side, or equal counts to pair them up",
+                                    left.size(), right.size()));
+    Link proto;
+    proto.fabric = *fabric_from_string(l.choice("fabric", kFabrics));
+    proto.bandwidth = positive_rate(l, "bandwidth");
+    proto.latency = l.time("latency");
+    proto.efficiency = efficiency_of(l).value_or(default_efficiency(proto.fabric));
+    proto.duplex = l.opt_choice("duplex", {"full", "half"}).value_or("full") == "half"
+                       ? Duplex::Half : Duplex::Full;
+    proto.origin = l.mark();
+    const std::size_t count = std::max(left.size(), right.size());
+    for (std::size_t i = 0; i < count; ++i) {
+      Link link = proto;
+      link.a = left[left.size() == 1 ? 0 : i];
+      link.b = right[right.size() == 1 ? 0 : i];
+      if (link.a == link.b)
+        l.fail("between", fmt::format("links {} to itself", topo.device(link.a).name));
+      topo.add_link(link);
+    }
+  }
+  topo.validate();
+  return topo;
+}
+
+TopologyFile load_from_root(const YAML::Node& root, const std::string& file,
+                            const std::filesystem::path& path) {
+  if (!root.IsDefined() || root.IsNull())
+    throw ConfigError(SourceMark{file, 1, 1}, "empty file: expected a topology (DESIGN.md §5.1)");
+  if (!root.IsMap())
+    throw ConfigError(mark_of(root, file), "a topology file must be a mapping (key: value lines)");
+  const bool explicit_form = root["devices"].IsDefined() || root["links"].IsDefined();
+  const bool template_form = root["nodes"].IsDefined() || root["node"].IsDefined() ||
+                             root["network"].IsDefined();
+  const std::string default_name = path.stem().string();
+  TopologyFile out;
+  out.path = path;
+  if (explicit_form && template_form) {
+    const YAML::Node at = root["devices"].IsDefined() ? root["devices"] : root["links"];
+    throw ConfigError(mark_of(at, file),
+                      "a topology is either a cluster template (nodes:, node:, network:) or an "
+                      "explicit graph (devices:, links:), not both");
+  }
+  if (explicit_form) {
+    MapReader top(root, file, "", kExplicitKeys);
+    out.topology = read_explicit(top, default_name);
+  } else if (template_form) {
+    MapReader top(root, file, "", kTemplateKeys);
+    out.cluster = read_cluster(top, default_name);
+    out.topology = expand_cluster(*out.cluster);
+  } else {
+    // Neither form: check the keys anyway so a typo ("node s:") gets its suggestion.
+    std::vector<std::string> all = kTemplateKeys;
+    all.insert(all.end(), kExplicitKeys.begin(), kExplicitKeys.end());
+    MapReader top(root, file, "", all);
+    throw ConfigError(top.mark(), "expected a cluster template (nodes:, node:) or an explicit "
+                                  "graph (devices:, links:)");
+  }
+  return out;
+}
+
+}  // namespace
+
+TopologyFile load_topology_file(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const YAML::Node root = config::load_yaml_file(file);
+  return load_from_root(root, file, path);
+}
+
+TopologyFile load_topology_text(const std::string& text, const std::string& display_name) {
+  const YAML::Node root = config::parse_yaml(text, display_name);
+  return load_from_root(root, display_name, std::filesystem::path(display_name));
+}
+
+}  // namespace gradsync

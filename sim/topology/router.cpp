@@ -1,0 +1,192 @@
+// Shortest-path routing with ECMP candidates (see Router in topology.hpp).
+//
+// Distances are computed once per destination with Boost's Dijkstra over the devices that
+// forward traffic (every kind but GPUs); a GPU's own distance is one relaxation over its
+// links. A route then walks from the source, taking at each device one of the links that
+// stays on a shortest path, chosen by a hash of (flow, device) — what per-hop ECMP does.
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "gradsync/topology.hpp"
+
+namespace gradsync {
+
+namespace {
+
+constexpr std::uint64_t kUnreachable = std::numeric_limits<std::uint64_t>::max();
+
+// splitmix64: a cheap, well-mixed hash for ECMP choices.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+using WeightProperty = boost::property<boost::edge_weight_t, std::uint64_t>;
+using RoutingGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
+                                           boost::no_property, WeightProperty>;
+
+// Keeps the links between forwarding devices (and those touching the destination).
+struct ForwardingEdges {
+  const Topology* topology = nullptr;
+  const RoutingGraph* graph = nullptr;
+  DeviceId dst = 0;
+  template <typename Edge>
+  bool operator()(const Edge& e) const {
+    const auto u = boost::source(e, *graph);
+    const auto v = boost::target(e, *graph);
+    auto ok = [&](std::size_t d) {
+      return d == dst || topology->device(d).kind != DeviceKind::Gpu;
+    };
+    return ok(u) && ok(v);
+  }
+};
+
+}  // namespace
+
+Router::Router(const Topology& topology)
+    : topology_(&topology), dist_cache_(topology.devices().size()) {
+  link_costs_.reserve(topology.links().size());
+  for (const Link& l : topology.links()) {
+    // Hop count dominates; narrower links cost a little more so that, at equal hops, NVLink
+    // beats a PCIe detour. Rounded to integers so equal paths tie exactly.
+    const double gbps = std::max(l.bandwidth.gigabytes_per_second(), 1e-6);
+    const double width = std::min(std::round(kWidthScale / gbps), 1e5);
+    link_costs_.push_back(kHopCost + static_cast<std::uint64_t>(width));
+  }
+}
+
+std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
+
+bool Router::may_forward(DeviceId id) const {
+  return topology_->device(id).kind != DeviceKind::Gpu;
+}
+
+const std::vector<std::uint64_t>& Router::distances_to(DeviceId dst) const {
+  auto& dist = dist_cache_.at(dst);
+  if (!dist.empty()) return dist;
+
+  const auto& devices = topology_->devices();
+  const auto& links = topology_->links();
+  RoutingGraph graph(devices.size());
+  for (LinkId id = 0; id < links.size(); ++id)
+    boost::add_edge(links[id].a, links[id].b, WeightProperty(link_costs_[id]), graph);
+  ForwardingEdges keep{topology_, &graph, dst};
+  boost::filtered_graph<RoutingGraph, ForwardingEdges> forwarding(graph, keep);
+
+  dist.assign(devices.size(), kUnreachable);
+  boost::dijkstra_shortest_paths(
+      forwarding, dst,
+      boost::distance_map(dist.data())
+          .distance_inf(kUnreachable)
+          .distance_zero(std::uint64_t{0})
+          .distance_combine([](std::uint64_t a, std::uint64_t b) {
+            return (a == kUnreachable || b == kUnreachable) ? kUnreachable : a + b;
+          }));
+
+  // GPUs other than dst only originate traffic: one relaxation over their links.
+  for (DeviceId g : topology_->gpus()) {
+    if (g == dst) continue;
+    std::uint64_t best = kUnreachable;
+    for (LinkId id : topology_->links_of(g)) {
+      const DeviceId v = links[id].other(g);
+      if (v != dst && !may_forward(v)) continue;
+      if (dist[v] != kUnreachable) best = std::min(best, dist[v] + link_costs_[id]);
+    }
+    dist[g] = best;
+  }
+  return dist;
+}
+
+namespace {
+
+// Links out of `u` that stay on a shortest path toward dst.
+template <typename Fn>
+void for_each_next_hop(const Topology& topology, const std::vector<std::uint64_t>& dist,
+                       const std::vector<std::uint64_t>& costs, DeviceId u, DeviceId dst,
+                       Fn&& fn) {
+  for (LinkId id : topology.links_of(u)) {
+    const DeviceId v = topology.link(id).other(u);
+    if (v != dst && topology.device(v).kind == DeviceKind::Gpu) continue;
+    if (dist[v] == kUnreachable) continue;
+    if (dist[v] + costs[id] == dist[u]) fn(id, v);
+  }
+}
+
+}  // namespace
+
+Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
+  const auto& dist = distances_to(dst);
+  if (dist.at(src) == kUnreachable)
+    throw std::logic_error("Router::route: " + topology_->device(src).name + " cannot reach " +
+                           topology_->device(dst).name);
+  Route r;
+  r.devices.push_back(src);
+  std::vector<std::pair<LinkId, DeviceId>> next;
+  for (DeviceId u = src; u != dst;) {
+    next.clear();
+    for_each_next_hop(*topology_, dist, link_costs_, u, dst,
+                      [&](LinkId id, DeviceId v) { next.emplace_back(id, v); });
+    const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
+    r.links.push_back(next[pick].first);
+    u = next[pick].second;
+    r.devices.push_back(u);
+  }
+  return r;
+}
+
+std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
+                                             std::size_t limit) const {
+  const auto& dist = distances_to(dst);
+  std::vector<Route> out;
+  if (dist.at(src) == kUnreachable || limit == 0) return out;
+  Route current;
+  current.devices.push_back(src);
+  // Depth-first enumeration of the shortest-path DAG (paths strictly decrease in cost).
+  auto visit = [&](auto&& self, DeviceId u) -> void {
+    if (out.size() >= limit) return;
+    if (u == dst) {
+      out.push_back(current);
+      return;
+    }
+    for_each_next_hop(*topology_, dist, link_costs_, u, dst, [&](LinkId id, DeviceId v) {
+      current.links.push_back(id);
+      current.devices.push_back(v);
+      self(self, v);
+      current.links.pop_back();
+      current.devices.pop_back();
+    });
+  };
+  visit(visit, src);
+  return out;
+}
+
+std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
+  const auto& dist = distances_to(dst);
+  if (dist.at(src) == kUnreachable) return 0;
+  constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> memo(topology_->devices().size(), kSaturated);
+  auto count = [&](auto&& self, DeviceId u) -> std::size_t {
+    if (u == dst) return 1;
+    if (memo[u] != kSaturated) return memo[u];
+    std::size_t total = 0;
+    for_each_next_hop(*topology_, dist, link_costs_, u, dst, [&](LinkId, DeviceId v) {
+      const std::size_t c = self(self, v);
+      total = (total > kSaturated - c) ? kSaturated - 1 : total + c;
+    });
+    return memo[u] = total;
+  };
+  return count(count, src);
+}
+
+std::size_t Router::hops(DeviceId src, DeviceId dst) const {
+  return route(src, dst).links.size();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,175 @@
+// Topology: devices and links with stable ids, name spellings, and validation.
+#include "gradsync/topology.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/connected_components.hpp>
+
+#include <array>
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace gradsync {
+
+namespace {
+
+constexpr std::array<std::pair<DeviceKind, std::string_view>, 6> kDeviceKindNames{{
+    {DeviceKind::Gpu, "gpu"},
+    {DeviceKind::NvSwitch, "nvswitch"},
+    {DeviceKind::PcieSwitch, "pcie-switch"},
+    {DeviceKind::Cpu, "cpu"},
+    {DeviceKind::Nic, "nic"},
+    {DeviceKind::Switch, "switch"},
+}};
+
+constexpr std::array<std::pair<Fabric, std::string_view>, 6> kFabricNames{{
+    {Fabric::NvLink, "nvlink"},
+    {Fabric::Pcie, "pcie"},
+    {Fabric::Socket, "socket"},
+    {Fabric::InfiniBand, "infiniband"},
+    {Fabric::Roce, "roce"},
+    {Fabric::Ethernet, "ethernet"},
+}};
+
+constexpr std::array<std::pair<SoftwareModel, std::string_view>, 2> kSoftwareNames{{
+    {SoftwareModel::Nccl, "nccl"},
+    {SoftwareModel::None, "none"},
+}};
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum v) {
+  for (const auto& [value, name] : table)
+    if (value == v) return name;
+  return "?";
+}
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
+                             std::string_view text) {
+  for (const auto& [value, name] : table)
+    if (name == text) return value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(DeviceKind kind) { return name_of(kDeviceKindNames, kind); }
+std::string_view to_string(Fabric fabric) { return name_of(kFabricNames, fabric); }
+std::string_view to_string(SoftwareModel software) { return name_of(kSoftwareNames, software); }
+std::optional<DeviceKind> device_kind_from_string(std::string_view text) {
+  return value_of(kDeviceKindNames, text);
+}
+std::optional<Fabric> fabric_from_string(std::string_view text) {
+  return value_of(kFabricNames, text);
+}
+std::optional<SoftwareModel> software_from_string(std::string_view text) {
+  return value_of(kSoftwareNames, text);
+}
+bool is_network_fabric(Fabric fabric) {
+  return fabric == Fabric::InfiniBand || fabric == Fabric::Roce || fabric == Fabric::Ethernet;
+}
+
+DeviceId Topology::add_device(Device device) {
+  const DeviceId id = devices_.size();
+  if (device.kind == DeviceKind::Gpu) gpus_.push_back(id);
+  devices_.push_back(std::move(device));
+  adjacency_.emplace_back();
+  return id;
+}
+
+LinkId Topology::add_link(Link link) {
+  if (link.a >= devices_.size() || link.b >= devices_.size())
+    throw std::out_of_range("Topology::add_link: unknown device id");
+  const LinkId id = links_.size();
+  adjacency_[link.a].push_back(id);
+  if (link.b != link.a) adjacency_[link.b].push_back(id);
+  links_.push_back(std::move(link));
+  return id;
+}
+
+std::optional<DeviceId> Topology::find_device(std::string_view name) const {
+  for (DeviceId id = 0; id < devices_.size(); ++id)
+    if (devices_[id].name == name) return id;
+  return std::nullopt;
+}
+
+std::size_t Topology::node_count() const {
+  std::set<int> nodes;
+  std::size_t loose = 0;
+  for (DeviceId g : gpus_) {
+    if (devices_[g].node < 0)
+      ++loose;
+    else
+      nodes.insert(devices_[g].node);
+  }
+  return nodes.size() + loose;
+}
+
+void Topology::validate() const {
+  if (gpus_.empty()) throw ConfigError(origin_, "the topology has no GPU (devices of kind gpu)");
+
+  for (const Link& l : links_) {
+    const std::string what =
+        fmt::format("link {} <-> {}", devices_[l.a].name, devices_[l.b].name);
+    if (l.a == l.b) throw ConfigError(l.origin, what + " connects a device to itself");
+    if (!(l.bandwidth.bytes_per_second() > 0.0) || !std::isfinite(l.bandwidth.bytes_per_second()))
+      throw ConfigError(l.origin, what + ": bandwidth must be positive");
+    if (!(l.latency.seconds() >= 0.0) || !std::isfinite(l.latency.seconds()))
+      throw ConfigError(l.origin, what + ": latency must not be negative");
+    if (!(l.efficiency > 0.0 && l.efficiency <= 1.0))
+      throw ConfigError(l.origin,
+                        fmt::format("{}: efficiency must be in (0, 1], got {}", what, l.efficiency));
+  }
+  for (const Device& d : devices_) {
+    if (!(d.latency.seconds() >= 0.0) || !std::isfinite(d.latency.seconds()))
+      throw ConfigError(d.origin, fmt::format("device {}: latency must not be negative", d.name));
+  }
+
+  // Every GPU must reach every other GPU through devices that forward (GPUs do not). A pair
+  // is connected when both touch the same component of the graph without GPUs, or share a
+  // direct link. (Reachability without GPU transit is not transitive, hence the pair check.)
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  Graph forwarding(devices_.size());
+  for (const Link& l : links_)
+    if (devices_[l.a].kind != DeviceKind::Gpu && devices_[l.b].kind != DeviceKind::Gpu)
+      boost::add_edge(l.a, l.b, forwarding);
+  std::vector<int> component(devices_.size());
+  const int components = boost::connected_components(forwarding, component.data());
+
+  const std::size_t n = gpus_.size();
+  std::vector<std::size_t> rank_of(devices_.size(), SIZE_MAX);
+  for (std::size_t r = 0; r < n; ++r) rank_of[gpus_[r]] = r;
+  std::vector<std::set<int>> touches(n);
+  std::vector<std::set<std::size_t>> direct(n);
+  std::vector<std::size_t> gpus_touching(static_cast<std::size_t>(components), 0);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (LinkId id : adjacency_[gpus_[r]]) {
+      const DeviceId peer = links_[id].other(gpus_[r]);
+      if (devices_[peer].kind == DeviceKind::Gpu)
+        direct[r].insert(rank_of[peer]);
+      else if (touches[r].insert(component[peer]).second)
+        ++gpus_touching[static_cast<std::size_t>(component[peer])];
+    }
+  }
+  for (std::size_t c : gpus_touching)
+    if (c == n) return;  // one fabric reaches every GPU: the common case, checked in O(V + E)
+  auto connected = [&](std::size_t i, std::size_t j) {
+    if (direct[i].count(j) != 0) return true;
+    for (int c : touches[i])
+      if (touches[j].count(c) != 0) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j)
+      if (!connected(i, j)) {
+        const Device& lost = devices_[gpus_[j]];
+        throw ConfigError(lost.origin.line > 0 ? lost.origin : origin_,
+                          fmt::format("topology is disconnected: GPU {} cannot reach GPU {} "
+                                      "(GPUs do not forward traffic; add a switch or a link)",
+                                      lost.name, devices_[gpus_[i]].name));
+      }
+}
+
+}  // namespace gradsync
