@@ -34,6 +34,10 @@ struct TopologySummary {
 
 [[nodiscard]] TopologySummary summarize(const Topology& topology);
 
+// A readable, aligned text block of the summary (what `gradsync topo` prints); every number
+// carries its unit. Implemented in sim/report/topology_report.cpp.
+[[nodiscard]] std::string format_summary(const TopologySummary& summary);
+
 // GraphViz (dot) text: one cluster per server, edges labelled with fabric and bandwidth.
 [[nodiscard]] std::string to_dot(const Topology& topology);
 

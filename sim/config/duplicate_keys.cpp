@@ -30,23 +30,32 @@ class DuplicateKeyFinder : public YAML::EventHandler {
     item(mark, value);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {
+                       YAML::EmitterStyle::value style) override {
     item(mark, "");  // a collection as a key is never compared, only counted
-    frames_.push_back(Frame{false, true, {}});
+    frames_.push_back(Frame{false, true, {}, mark, style == YAML::EmitterStyle::Flow});
   }
   void OnSequenceEnd() override { frames_.pop_back(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {
+                  YAML::EmitterStyle::value style) override {
     item(mark, "");
-    frames_.push_back(Frame{true, true, {}});
+    frames_.push_back(Frame{true, true, {}, mark, style == YAML::EmitterStyle::Flow});
   }
   void OnMapEnd() override { frames_.pop_back(); }
+
+  // The innermost '[' or '{' still open (after a syntax error), if any.
+  [[nodiscard]] const YAML::Mark* open_flow(bool is_map) const {
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
+      if (it->flow) return it->is_map == is_map ? &it->start : nullptr;
+    return nullptr;
+  }
 
  private:
   struct Frame {
     bool is_map;
     bool expecting_key;
     std::map<std::string, int> keys;  // key -> 1-based line of first occurrence
+    YAML::Mark start;
+    bool flow = false;  // written as [..] or {..}
   };
 
   void item(const YAML::Mark& mark, const std::string& value) {
@@ -75,8 +84,16 @@ void reject_duplicate_keys(const std::string& text, const std::string& file) {
   try {
     while (parser.HandleNextDocument(finder)) {
     }
-  } catch (const YAML::Exception&) {
-    // Syntax errors: the regular load reports them with their position.
+  } catch (const YAML::Exception& e) {
+    // Syntax errors: the regular load reports them with their position, except an unclosed
+    // '[' or '{', which yaml-cpp reports at the end of the file: point at the bracket instead.
+    const bool map = e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW;
+    if ((map || e.msg == YAML::ErrorMsg::END_OF_SEQ_FLOW) &&
+        static_cast<std::size_t>(e.mark.pos) >= text.size()) {
+      if (const YAML::Mark* open = finder.open_flow(map))
+        throw ConfigError(SourceMark{file, open->line + 1, open->column + 1},
+                          fmt::format("invalid YAML: this '{}' is never closed", map ? '{' : '['));
+    }
   }
 }
 

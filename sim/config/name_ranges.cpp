@@ -1,5 +1,6 @@
 #include "name_ranges.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -32,6 +33,9 @@ std::vector<Choice> parse_bracket(const std::string& body, const std::string& pa
                                                                            : comma - start);
     const std::size_t dash = part.find('-');
     if (dash == std::string::npos) {
+      if (out.size() >= limit)
+        throw std::invalid_argument(
+            fmt::format("name pattern '{}' expands to more than {} names", pattern, limit));
       out.push_back({parse_index(part, pattern), part.size() > 1 && part[0] == '0'
                                                      ? static_cast<int>(part.size()) : 0});
     } else {
@@ -42,7 +46,9 @@ std::vector<Choice> parse_bracket(const std::string& body, const std::string& pa
       if (hi < lo)
         throw std::invalid_argument(
             fmt::format("range [{}] runs backwards in name pattern '{}'", part, pattern));
-      if (static_cast<std::size_t>(hi - lo) >= limit)
+      // Bound the whole bracket, not each range: "[0-999999,0-999999,...]" must not
+      // allocate millions of choices per part before the product check below.
+      if (static_cast<std::size_t>(hi - lo) >= limit - std::min(limit, out.size()))
         throw std::invalid_argument(fmt::format(
             "range [{}] in '{}' expands to more than {} names", part, pattern, limit));
       const int width = lo_s.size() > 1 && lo_s[0] == '0' ? static_cast<int>(lo_s.size()) : 0;

@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <utility>
+
+#include <yaml-cpp/depthguard.h>
 
 #include <fmt/format.h>
 
@@ -24,19 +28,21 @@ SourceMark mark_of(const YAML::Node& node, const std::string& file) {
 
 namespace {
 
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+// adjacent letters each cost 1, so "nodse" is one typo away from "nodes" (not two).
 std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::string describe(const YAML::Node& node) {
@@ -74,13 +80,48 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
+namespace {
+
+// Line `line` (0-based) of `text`, without its end of line.
+std::string_view line_of(const std::string& text, int line) {
+  std::size_t start = 0;
+  for (int i = 0; i < line; ++i) {
+    start = text.find('\n', start);
+    if (start == std::string::npos) return {};
+    ++start;
+  }
+  const std::size_t end = text.find('\n', start);
+  return std::string_view(text).substr(start, end == std::string::npos ? std::string::npos
+                                                                       : end - start);
+}
+
+}  // namespace
+
 YAML::Node parse_yaml(const std::string& text, const std::string& file) {
   reject_duplicate_keys(text, file);
+  std::vector<YAML::Node> documents;
   try {
-    return YAML::Load(text);
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp reports its nesting limit as "bad file"; say what it is.
+    throw ConfigError(mark_of(e.mark, file), "invalid YAML: nested too deeply");
   } catch (const YAML::Exception& e) {
+    // A tab in the indentation is the usual cause of a baffling "illegal map value".
+    const std::string_view line = line_of(text, e.mark.line);
+    const std::size_t indent_end = line.find_first_not_of(" \t");
+    const std::size_t tab = line.substr(0, indent_end).find('\t');
+    if (!e.mark.is_null() && tab != std::string_view::npos)
+      throw ConfigError(SourceMark{file, e.mark.line + 1, static_cast<int>(tab) + 1},
+                        "invalid YAML: tab in the indentation (YAML indents with spaces only)");
     throw ConfigError(mark_of(e.mark, file), "invalid YAML: " + e.msg);
   }
+  if (documents.empty()) return YAML::Node();
+  // A second document ("---") would be silently ignored: refuse it.
+  for (std::size_t i = 1; i < documents.size(); ++i)
+    if (documents[i].IsDefined() && !documents[i].IsNull())
+      throw ConfigError(mark_of(documents[i], file),
+                        "a second YAML document (after '---'); a gradsync file holds one");
+  return documents.front();
 }
 
 YAML::Node load_yaml_file(const std::string& path, std::string* text_out) {
@@ -114,11 +155,18 @@ MapReader::MapReader(const YAML::Node& node, std::string file, std::string what,
       throw ConfigError(mark_of(key, file_), "keys must be plain words");
     const std::string& k = key.Scalar();
     if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
-    const std::string near = closest_match(k, allowed);
+    // Suggest only keys not already in the mapping: "nodse:" beside "node:" means "nodes".
+    std::vector<std::string> valid, absent;
+    for (const auto& a : allowed) {
+      if (std::find(valid.begin(), valid.end(), a) != valid.end()) continue;
+      valid.push_back(a);
+      if (!std::as_const(node_)[a].IsDefined()) absent.push_back(a);
+    }
+    const std::string near = closest_match(k, absent);
     const std::string where = what_.empty() ? "at top level" : "in " + what_;
     throw ConfigError(mark_of(key, file_),
                       near.empty()
-                          ? fmt::format("unknown key '{}' {} (valid keys: {})", k, where, join(allowed))
+                          ? fmt::format("unknown key '{}' {} (valid keys: {})", k, where, join(valid))
                           : fmt::format("unknown key '{}' {}; did you mean '{}'?", k, where, near));
   }
 }
@@ -143,6 +191,13 @@ void MapReader::fail(const std::string& key, const std::string& message) const {
 
 YAML::Node MapReader::node(const std::string& key) const {
   const YAML::Node v = node_[key];
+  if (v.IsDefined() && v.IsNull()) {
+    // "nodes:" with nothing after it: point at the key the user wrote, not at the mapping.
+    for (auto it = node_.begin(); it != node_.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == key)
+        throw ConfigError(mark_of(it->first, file_),
+                          fmt::format("{} has no value", path(key)));
+  }
   if (!v.IsDefined() || v.IsNull())
     throw ConfigError(mark(), fmt::format("missing required key '{}'{}", key,
                                           what_.empty() ? "" : " in " + what_));

@@ -1,0 +1,119 @@
+// The topology graph as a SimGrid platform, built in code (no XML).
+//
+// One flat full zone; one SimGrid host per GPU (named after the device) and per other device
+// that is the endpoint of a routed pair; one SimGrid link per topology link: split-duplex for
+// Duplex::Full, one shared link for Duplex::Half, bandwidth = line rate x efficiency. Routes
+// exist only for the (src, dst) pairs the caller asks for, in that direction: ECMP may pick a
+// different path each way. Sending between hosts without a route aborts the process (a
+// SimGrid assertion): route every pair the engine will use.
+//
+//        gpu0 ──l0──┐                     route gpu0 -> gpu2, as SimGrid sees it:
+//        gpu1 ──l1──┼── sw0 (300 ns)        [egress:gpu0] [l0 a->b] [l2 b->a]
+//        gpu2 ──l2──┘                       (links in SimGrid carry bandwidth only)
+//
+// Latency and sharing (why the route latency is not on the links). SimGrid's CM02 weights
+// each flow's max-min share by 1 / (sum of its links' latencies): with latencies on the links,
+// a 2 us flow and a 1 ms flow on one link split it 435:1, not 1:1 (measured). It also caps
+// a flow at TCP-gamma / (2 x latency) unless network/TCP-gamma is 0. To keep plain max-min
+// sharing (DESIGN.md §4: every correction ours), SimGrid links get latency 0; every route
+// starts with its source host's FATPIPE "egress" link of latency 1 s, so all flows carry the
+// same weight; and the latency-factor callback scales that 1 s to the route's real latency
+// (its links' latencies plus the forwarding latency of every device it crosses, endpoints
+// excluded). So Host::route_to() reports 1 s for every route: use PlatformRoute::latency.
+// A per-switch FATPIPE link carrying the switch latency would also couple every flow
+// through that switch in SimGrid's selective max-min update: a 1024-rank ring ran ~440x slower
+// (26 s instead of 0.06 s for 5 chunks per rank).
+//
+// The platform layer owns SimGrid's latency-factor callback; fabric models that need a
+// size-dependent latency (e.g. TCP slow start) plug in through PlatformOptions. The
+// bandwidth-factor callback stays free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+namespace simgrid::s4u {
+class Engine;
+class Host;
+class Link;
+class NetZone;
+}  // namespace simgrid::s4u
+
+namespace gradsync {
+
+// Pins SimGrid's neutral network model (STYLE.md rule 6): network/model:CM02,
+// network/crosstraffic:0, network/weight-S:0, network/TCP-gamma:0. Call after constructing
+// the Engine from argv (so other --cfg= options pass through) and before any platform exists;
+// build_platform() calls it itself. Throws ConfigError if the command line set one of these
+// keys to another value, or set network/latency-factor or network/bandwidth-factor (the
+// platform owns those corrections: use the fabric `efficiency` in the topology instead).
+void configure_neutral_network(simgrid::s4u::Engine& engine);
+
+// The ECMP hash build_platform() passes to Router::route() for the pair (src, dst).
+// Deterministic (splitmix64 of seed, src, dst), so tests can reproduce the chosen path.
+[[nodiscard]] std::uint64_t ecmp_flow_hash(std::uint64_t seed, DeviceId src, DeviceId dst);
+
+struct PlatformOptions {
+  std::uint64_t ecmp_seed = 0;
+  // Optional latency model: given the message size, the endpoints and the route's latency,
+  // returns the latency to charge. Empty: the route latency as is. Runs once per message
+  // (inside SimGrid's solver path): keep it cheap.
+  std::function<Seconds(Bytes size, DeviceId src, DeviceId dst, Seconds route_latency)>
+      latency_model;
+};
+
+// The two directions of one topology link in SimGrid. For a half-duplex link both are the
+// same shared link.
+struct PlatformLink {
+  simgrid::s4u::Link* a_to_b = nullptr;  // traffic from link.a toward link.b ("_UP")
+  simgrid::s4u::Link* b_to_a = nullptr;  // traffic from link.b toward link.a ("_DOWN")
+};
+
+// One routed (src, dst) pair.
+struct PlatformRoute {
+  DeviceId src = 0;
+  DeviceId dst = 0;
+  Route route;                      // the path Router::route() chose
+  Seconds latency{0.0};             // links' latencies + forwarding latency of crossed devices
+  BytesPerSecond bottleneck{0.0};   // smallest effective bandwidth along the route
+};
+
+struct Platform {
+  simgrid::s4u::NetZone* zone = nullptr;
+  std::vector<simgrid::s4u::Host*> rank_hosts;    // index: rank (Topology::gpus() order)
+  std::vector<simgrid::s4u::Host*> device_hosts;  // index: DeviceId; nullptr without a host
+  std::vector<PlatformLink> links;                // index: LinkId
+  std::vector<PlatformRoute> routes;              // requested order, duplicates and src == dst dropped
+
+  // The SimGrid link carrying traffic over topology link `id` when leaving device `from`.
+  [[nodiscard]] simgrid::s4u::Link* link_from(const Topology& topology, LinkId id,
+                                              DeviceId from) const;
+  // The route of a requested pair, or nullptr.
+  [[nodiscard]] const PlatformRoute* find_route(DeviceId src, DeviceId dst) const;
+
+ private:
+  friend Platform build_platform(simgrid::s4u::Engine&, const Topology&, const Router&,
+                                 const std::vector<std::pair<DeviceId, DeviceId>>&,
+                                 const PlatformOptions&);
+  std::unordered_map<std::uint64_t, std::size_t> route_index_;  // src << 32 | dst -> routes[i]
+};
+
+// Builds the platform for `topology` (validated) into `engine`, which must not have a platform
+// yet, and seals it. Hosts have a speed of kHostSpeed flop/s (an Exec of t flops lasts t s).
+// Throws std::logic_error on a second platform, an unknown device id, or a route the Router
+// cannot produce; ConfigError from configure_neutral_network().
+[[nodiscard]] Platform build_platform(
+    simgrid::s4u::Engine& engine, const Topology& topology, const Router& router,
+    const std::vector<std::pair<DeviceId, DeviceId>>& routed_pairs,
+    const PlatformOptions& options = {});
+
+inline constexpr double kHostSpeed = 1.0;  // flop/s
+
+}  // namespace gradsync

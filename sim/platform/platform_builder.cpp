@@ -1,0 +1,270 @@
+// Topology graph -> SimGrid platform (see platform.hpp for the model and why latency rides on
+// one egress link per host instead of the links themselves).
+//
+// SimGrid facts this relies on (3.32, verified against its sources and by measurement):
+// - FullZone::add_route(src, dst, ..., symmetrical=false) stores exactly the given link list;
+//   a split-duplex link in it must say UP (its "<name>_UP" half) or DOWN ("<name>_DOWN").
+//   SimGrid gives the two halves no physical meaning beyond swapping them on a symmetrical
+//   back route; here UP always carries traffic from link.a to link.b.
+// - CM02 (NetworkCm02Model::communicate): a flow's max-min weight is 1 / (sum of its route's
+//   link latencies, before the latency factor); its delay is that sum times the latency
+//   factor; with TCP-gamma > 0 its rate is capped at gamma / (2 x the unscaled sum).
+// - FullZone keeps an n x n table of route pointers over its hosts (8 n^2 bytes: 8 MiB at
+//   1024 hosts, 128 MiB at 4096) plus one heap-allocated route per added pair.
+#include "gradsync/platform.hpp"
+
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <xbt/config.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+#include "gradsync/config_error.hpp"
+
+namespace gradsync {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+// Every route's weight in SimGrid's max-min (its unscaled latency); scaled to the real route
+// latency by the latency-factor callback.
+constexpr double kCarrierLatency = 1.0;  // seconds
+// Egress links never limit a flow.
+constexpr double kCarrierBandwidth = 1e15;  // bytes/s (1000x an NVLink port)
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t pair_key(DeviceId src, DeviceId dst) {
+  return (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);
+}
+
+// What the latency-factor callback needs per routed pair.
+struct RouteLatency {
+  DeviceId src;
+  DeviceId dst;
+  double latency;  // seconds
+};
+
+struct HostPairHash {
+  std::size_t operator()(const std::pair<const sg4::Host*, const sg4::Host*>& p) const {
+    const auto a = reinterpret_cast<std::uintptr_t>(p.first);
+    const auto b = reinterpret_cast<std::uintptr_t>(p.second);
+    return static_cast<std::size_t>(splitmix64(a ^ splitmix64(b)));
+  }
+};
+using LatencyTable =
+    std::unordered_map<std::pair<const sg4::Host*, const sg4::Host*>, RouteLatency, HostPairHash>;
+
+struct Pin {
+  const char* key;
+  const char* value;  // as given to --cfg=
+};
+constexpr Pin kPins[] = {
+    {"network/model", "CM02"},
+    {"network/crosstraffic", "0"},
+    {"network/weight-S", "0"},
+    {"network/TCP-gamma", "0"},
+};
+
+// True when the current value of a pinned key already equals ours.
+bool pinned_value_holds(const Pin& pin) {
+  const std::string key = pin.key;
+  if (key == "network/model") return simgrid::config::get_value<std::string>(key) == pin.value;
+  if (key == "network/crosstraffic") return !simgrid::config::get_value<bool>(key);
+  return simgrid::config::get_value<double>(key) == 0.0;
+}
+
+void check_route_shape(const Topology& topology, const Route& route, DeviceId src,
+                       DeviceId dst) {
+  const bool ok = !route.devices.empty() && route.devices.front() == src &&
+                  route.devices.back() == dst &&
+                  route.links.size() + 1 == route.devices.size();
+  if (!ok)
+    throw std::logic_error("build_platform: Router returned a malformed route from " +
+                           topology.device(src).name + " to " + topology.device(dst).name);
+  for (std::size_t i = 0; i < route.links.size(); ++i) {
+    const Link& l = topology.link(route.links[i]);
+    const DeviceId u = route.devices[i];
+    const DeviceId v = route.devices[i + 1];
+    if (!((l.a == u && l.b == v) || (l.a == v && l.b == u)))
+      throw std::logic_error("build_platform: route from " + topology.device(src).name + " to " +
+                             topology.device(dst).name + " uses a link that does not join " +
+                             topology.device(u).name + " and " + topology.device(v).name);
+  }
+}
+
+}  // namespace
+
+void configure_neutral_network(sg4::Engine& /*engine*/) {
+  for (const Pin& pin : kPins) {
+    if (!simgrid::config::is_default(pin.key) && !pinned_value_holds(pin))
+      throw ConfigError(SourceMark{fmt::format("--cfg={}", pin.key), 0, 0},
+                        fmt::format("gradsync runs SimGrid with {}:{} (the neutral network "
+                                    "model, DESIGN.md §2); remove this option",
+                                    pin.key, pin.value));
+  }
+  for (const char* key : {"network/latency-factor", "network/bandwidth-factor"}) {
+    if (!simgrid::config::is_default(key))
+      throw ConfigError(SourceMark{fmt::format("--cfg={}", key), 0, 0},
+                        "gradsync sets network corrections itself; use the link `efficiency` "
+                        "in the topology file instead");
+  }
+  for (const Pin& pin : kPins) {
+    if (!pinned_value_holds(pin)) sg4::Engine::set_config(fmt::format("{}:{}", pin.key, pin.value));
+  }
+}
+
+std::uint64_t ecmp_flow_hash(std::uint64_t seed, DeviceId src, DeviceId dst) {
+  return splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(src) ^
+                                      splitmix64(static_cast<std::uint64_t>(dst))));
+}
+
+sg4::Link* Platform::link_from(const Topology& topology, LinkId id, DeviceId from) const {
+  const PlatformLink& pl = links.at(id);
+  return topology.link(id).a == from ? pl.a_to_b : pl.b_to_a;
+}
+
+const PlatformRoute* Platform::find_route(DeviceId src, DeviceId dst) const {
+  const auto it = route_index_.find(pair_key(src, dst));
+  return it == route_index_.end() ? nullptr : &routes[it->second];
+}
+
+Platform build_platform(sg4::Engine& engine, const Topology& topology, const Router& router,
+                        const std::vector<std::pair<DeviceId, DeviceId>>& routed_pairs,
+                        const PlatformOptions& options) {
+  if (engine.get_host_count() != 0)
+    throw std::logic_error("build_platform: the SimGrid engine already has a platform");
+  const auto& devices = topology.devices();
+  if (devices.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::logic_error("build_platform: too many devices");
+  for (const auto& [src, dst] : routed_pairs)
+    if (src >= devices.size() || dst >= devices.size())
+      throw std::logic_error(fmt::format("build_platform: routed pair ({}, {}) names an unknown "
+                                         "device (the topology has {})",
+                                         src, dst, devices.size()));
+
+  configure_neutral_network(engine);
+
+  Platform p;
+  p.zone = sg4::create_full_zone(topology.name().empty() ? "gradsync" : topology.name());
+
+  // Hosts: every GPU (rank order), then other endpoints of routed pairs (DeviceId order).
+  // All hosts exist before the first route: FullZone resizes its table when the count changes.
+  p.device_hosts.assign(devices.size(), nullptr);
+  auto add_host = [&](DeviceId d) {
+    if (p.device_hosts[d] != nullptr) return;
+    if (sg4::Host::by_name_or_null(devices[d].name) != nullptr)
+      throw std::logic_error("build_platform: two devices are named " + devices[d].name);
+    p.device_hosts[d] = p.zone->create_host(devices[d].name, kHostSpeed);
+  };
+  for (DeviceId g : topology.gpus()) {
+    add_host(g);
+    p.rank_hosts.push_back(p.device_hosts[g]);
+  }
+  std::vector<DeviceId> other_endpoints;
+  for (const auto& [src, dst] : routed_pairs)
+    for (DeviceId d : {src, dst})
+      if (p.device_hosts[d] == nullptr) other_endpoints.push_back(d);
+  std::sort(other_endpoints.begin(), other_endpoints.end());
+  for (DeviceId d : other_endpoints) add_host(d);
+
+  // One SimGrid link per topology link; latency 0 (it rides on the route, see platform.hpp).
+  p.links.reserve(topology.links().size());
+  std::vector<const sg4::Link*> route_links;  // what add_route takes: the split-duplex pair
+  route_links.reserve(topology.links().size());
+  for (LinkId id = 0; id < topology.links().size(); ++id) {
+    const Link& l = topology.link(id);
+    const double bw = l.effective_bandwidth().bytes_per_second();
+    if (!(bw > 0.0))
+      throw std::logic_error(fmt::format("build_platform: link {} has no bandwidth", id));
+    const std::string name =
+        fmt::format("link{}:{}-{}", id, devices.at(l.a).name, devices.at(l.b).name);
+    if (l.duplex == Duplex::Full) {
+      sg4::SplitDuplexLink* sd = p.zone->create_split_duplex_link(name, bw);
+      sd->seal();
+      p.links.push_back({sd->get_link_up(), sd->get_link_down()});
+      route_links.push_back(sd);
+    } else {
+      sg4::Link* shared = p.zone->create_link(name, bw)->seal();
+      p.links.push_back({shared, shared});
+      route_links.push_back(shared);
+    }
+  }
+
+  // One egress link per host: weight carrier, first on every route from that host.
+  std::vector<sg4::Link*> egress(devices.size(), nullptr);
+  auto egress_of = [&](DeviceId d) {
+    if (egress[d] == nullptr)
+      egress[d] = p.zone->create_link("egress:" + devices[d].name, kCarrierBandwidth)
+                      ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                      ->set_latency(kCarrierLatency)
+                      ->seal();
+    return egress[d];
+  };
+
+  auto table = std::make_shared<LatencyTable>();
+  std::unordered_set<std::uint64_t> seen;
+  std::vector<sg4::LinkInRoute> hops;
+  for (const auto& [src, dst] : routed_pairs) {
+    if (src == dst || !seen.insert(pair_key(src, dst)).second) continue;
+    PlatformRoute pr{src, dst, router.route(src, dst, ecmp_flow_hash(options.ecmp_seed, src, dst)),
+                     Seconds{0.0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
+    check_route_shape(topology, pr.route, src, dst);
+
+    hops.clear();
+    hops.emplace_back(egress_of(src));
+    for (std::size_t i = 0; i < pr.route.links.size(); ++i) {
+      const LinkId id = pr.route.links[i];
+      const Link& l = topology.link(id);
+      const DeviceId from = pr.route.devices[i];
+      if (l.duplex == Duplex::Full)
+        hops.emplace_back(route_links[id], l.a == from ? sg4::LinkInRoute::Direction::UP
+                                                       : sg4::LinkInRoute::Direction::DOWN);
+      else
+        hops.emplace_back(route_links[id]);
+      pr.latency += l.latency;
+      if (i > 0) pr.latency += devices[from].latency;  // forwarding at a crossed device
+      pr.bottleneck = std::min(pr.bottleneck, l.effective_bandwidth());
+    }
+    p.zone->add_route(p.device_hosts[src]->get_netpoint(), p.device_hosts[dst]->get_netpoint(),
+                      nullptr, nullptr, hops, /*symmetrical=*/false);
+    table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{p.device_hosts[src],
+                                                                 p.device_hosts[dst]},
+                   RouteLatency{src, dst, pr.latency.seconds()});
+    p.route_index_.emplace(pair_key(src, dst), p.routes.size());
+    p.routes.push_back(std::move(pr));
+  }
+  p.zone->seal();
+
+  // Scale each route's 1 s carrier latency to its real latency (see platform.hpp).
+  auto model = options.latency_model;
+  engine.get_netzone_root()->get_network_model()->set_lat_factor_cb(
+      [table, model](double size, const sg4::Host* src, const sg4::Host* dst,
+                     const std::vector<sg4::Link*>& /*links*/,
+                     const std::unordered_set<sg4::NetZone*>& /*zones*/) {
+        const auto it = table->find({src, dst});
+        if (it == table->end()) return 1.0;  // loopback (src == dst): SimGrid's own values
+        const RouteLatency& r = it->second;
+        const double latency =
+            model ? model(Bytes{size}, r.src, r.dst, Seconds{r.latency}).seconds() : r.latency;
+        return latency / kCarrierLatency;
+      });
+  return p;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,94 @@
+// format_summary(): the text `gradsync topo` prints. A pure function of the summary: one
+// aligned "label  value" line per fact, every number with its unit, e.g.
+//
+//   name                    dgx-h100-4node-ib
+//   GPUs                    32 GPUs
+//   nodes                   4 nodes, 8 GPUs per node
+//   devices                 32 gpu, 4 nvswitch, 32 nic, 12 switch
+//   links: nvlink           32 links, 14.4 TB/s total line rate
+//   ...
+//   oversubscription        1:1 (host-facing : switch-facing, worst switch)
+//   diameter                6 hops between GPUs
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "gradsync/topology_summary.hpp"
+
+namespace gradsync {
+namespace {
+
+constexpr int kLabelWidth = 24;
+
+void line(std::string& out, std::string_view label, std::string_view value) {
+  fmt::format_to(std::back_inserter(out), "{:<{}}{}\n", label, kLabelWidth, value);
+}
+
+std::string plural(std::size_t count, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", count, count == 1 ? one : many);
+}
+
+std::string nodes_text(const TopologySummary& s) {
+  std::string text = plural(s.nodes, "node", "nodes");
+  if (s.nodes == 0) return text;
+  if (s.gpus % s.nodes == 0) {
+    return fmt::format("{}, {} per node", text, plural(s.gpus / s.nodes, "GPU", "GPUs"));
+  }
+  return fmt::format("{}, {:.3g} GPUs per node on average", text,
+                     static_cast<double>(s.gpus) / static_cast<double>(s.nodes));
+}
+
+std::string devices_text(const TopologySummary& s) {
+  std::string text;
+  for (const auto& [kind, count] : s.devices) {
+    if (!text.empty()) text += ", ";
+    text += fmt::format("{} {}", count, to_string(kind));
+  }
+  return text.empty() ? "none" : text;
+}
+
+std::string ratio_text(double ratio) { return fmt::format("{:.3g}:1", ratio); }
+
+}  // namespace
+
+std::string format_summary(const TopologySummary& s) {
+  std::string out;
+  line(out, "name", s.name.empty() ? "(unnamed)" : s.name);
+  line(out, "GPUs", plural(s.gpus, "GPU", "GPUs"));
+  line(out, "nodes", nodes_text(s));
+  line(out, "devices", devices_text(s));
+
+  std::size_t count_width = 1;
+  for (const auto& [fabric, links] : s.links) {
+    count_width = std::max(count_width, fmt::formatted_size("{}", links.count));
+  }
+  for (const auto& [fabric, links] : s.links) {
+    const std::string count = fmt::format("{:>{}} {},", links.count, count_width,
+                                          links.count == 1 ? "link" : "links");
+    line(out, fmt::format("links: {}", to_string(fabric)),
+         fmt::format("{:<{}} {} total line rate", count, count_width + 7,
+                     format_rate(links.total_bandwidth)));
+  }
+  if (s.links.empty()) line(out, "links", "none");
+
+  line(out, "GPU port bandwidth", fmt::format("{} per GPU, per direction",
+                                              format_rate(s.gpu_port_bandwidth)));
+  line(out, "GPU network bandwidth",
+       s.nodes <= 1 ? std::string("none (single node)")
+                    : fmt::format("{} per GPU, per direction (server NICs / GPUs)",
+                                  format_rate(s.gpu_network_bandwidth)));
+  line(out, "bisection bandwidth",
+       fmt::format("{} (first half of the ranks to the second, line rate)",
+                   format_rate(s.bisection_bandwidth)));
+  line(out, "oversubscription",
+       fmt::format("{} (host-facing : switch-facing, worst switch)",
+                   ratio_text(s.oversubscription)));
+  line(out, "diameter", fmt::format("{} between GPUs",
+                                    plural(s.diameter_hops, "hop", "hops")));
+  return out;
+}
+
+}  // namespace gradsync

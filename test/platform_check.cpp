@@ -1,0 +1,141 @@
+// platform_check TOPOLOGY.yaml [--cfg=...]
+//
+// Why it exists: the platform layer is where a wrong link direction, a forgotten latency or a
+// SimGrid default (LV08 factors, TCP-gamma window cap, RTT-weighted sharing) would silently
+// bend every result. This builds the platform of one topology and sends single messages, one
+// at a time, between GPU pairs; each must take exactly
+//     sum of link latencies + forwarding latency of the devices crossed + bytes / bottleneck
+// computed here from the Router's path, independently of the platform code. It also checks
+// that SimGrid's route uses the expected direction of every link.
+//
+// Pairs: rank 0 -> last rank (crosses the network on multi-node topologies), its reverse, and
+// rank 0 -> rank 1. Sizes: 8 B (latency-bound) and 64 MiB (bandwidth-bound).
+// Prints one line per check; exits 0 when all hold, 1 on a mismatch, 2 on bad input.
+// One SimGrid simulation per process (STYLE.md rule 5).
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gradsync/config.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/platform.hpp"
+#include "gradsync/topology.hpp"
+
+namespace {
+
+using gradsync::DeviceId;
+namespace sg4 = simgrid::s4u;
+
+constexpr double kTolerance = 1e-6;  // relative
+constexpr std::uint64_t kSizes[] = {8, 64ULL << 20};
+
+struct Expected {
+  double latency = 0.0;     // seconds
+  double bottleneck = 0.0;  // bytes/s
+  std::vector<const sg4::Link*> links;  // SimGrid links after the egress carrier
+};
+
+// From the Router's path alone: latency, bottleneck and the link direction of every hop.
+Expected expect(const gradsync::Topology& topo, const gradsync::Router& router,
+                const gradsync::Platform& platform, DeviceId src, DeviceId dst) {
+  const gradsync::Route r = router.route(src, dst, gradsync::ecmp_flow_hash(0, src, dst));
+  Expected e;
+  e.bottleneck = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < r.links.size(); ++i) {
+    const gradsync::Link& l = topo.link(r.links[i]);
+    e.latency += l.latency.seconds();
+    if (i + 1 < r.links.size()) e.latency += topo.device(r.devices[i + 1]).latency.seconds();
+    e.bottleneck = std::min(e.bottleneck, l.bandwidth.bytes_per_second() * l.efficiency);
+    const gradsync::PlatformLink& pl = platform.links.at(r.links[i]);
+    e.links.push_back(r.devices[i] == l.a ? pl.a_to_b : pl.b_to_a);
+  }
+  return e;
+}
+
+bool same_links(const std::vector<sg4::Link*>& got, const std::vector<const sg4::Link*>& want) {
+  // SimGrid's route is [egress carrier] + the topology hops.
+  if (got.size() != want.size() + 1) return false;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (got[i + 1] != want[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sg4::Engine engine(&argc, argv);  // consumes --cfg= options
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: platform_check TOPOLOGY.yaml [--cfg=...]\n");
+    return 2;
+  }
+  try {
+    const gradsync::TopologyFile file = gradsync::load_topology_file(argv[1]);
+    const gradsync::Topology& topo = file.topology;
+    const gradsync::Router router(topo);
+    const auto& gpus = topo.gpus();
+    std::vector<std::pair<DeviceId, DeviceId>> pairs;
+    if (gpus.size() >= 2) {
+      pairs = {{gpus.front(), gpus.back()}, {gpus.back(), gpus.front()}};
+      if (gpus.size() > 2) pairs.emplace_back(gpus[0], gpus[1]);
+    }
+    const gradsync::Platform platform = gradsync::build_platform(engine, topo, router, pairs);
+    std::printf("%s: %zu GPUs, %zu devices, %zu links, %zu routes\n", topo.name().c_str(),
+                gpus.size(), topo.devices().size(), topo.links().size(), platform.routes.size());
+    if (pairs.empty()) {
+      std::printf("nothing to check: fewer than 2 GPUs\n");
+      return 0;
+    }
+
+    int failures = 0;
+    sg4::Actor::create("platform_check", platform.rank_hosts.front(), [&] {
+      for (const auto& [src, dst] : pairs) {
+        const Expected e = expect(topo, router, platform, src, dst);
+        sg4::Host* from = platform.device_hosts[src];
+        sg4::Host* to = platform.device_hosts[dst];
+        const std::string name = topo.device(src).name + " -> " + topo.device(dst).name;
+
+        std::vector<sg4::Link*> sg_links;
+        double sg_latency = 0.0;
+        from->route_to(to, sg_links, &sg_latency);
+        const bool links_ok = same_links(sg_links, e.links);
+        std::printf("%s route: %zu hops, directions %s\n", name.c_str(), e.links.size(),
+                    links_ok ? "ok" : "MISMATCH");
+        failures += links_ok ? 0 : 1;
+
+        for (std::uint64_t bytes : kSizes) {
+          const double expected = e.latency + static_cast<double>(bytes) / e.bottleneck;
+          const double start = sg4::Engine::get_clock();
+          sg4::Comm::sendto(from, to, bytes);
+          const double took = sg4::Engine::get_clock() - start;
+          const double rel = std::abs(took - expected) / expected;
+          const bool ok = rel <= kTolerance;
+          std::printf("%s %llu B: simulated %.9e s, expected %.9e s (latency %.3e s, "
+                      "bottleneck %.4g GB/s), rel. error %.1e %s\n",
+                      name.c_str(), static_cast<unsigned long long>(bytes), took, expected,
+                      e.latency, e.bottleneck / 1e9, rel, ok ? "ok" : "MISMATCH");
+          failures += ok ? 0 : 1;
+        }
+      }
+    });
+    engine.run();
+    std::printf("%s\n", failures == 0 ? "all checks passed" : "FAILED");
+    return failures == 0 ? 0 : 1;
+  } catch (const gradsync::ConfigError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "platform_check: internal error: %s\n", e.what());
+    return 1;
+  }
+}
