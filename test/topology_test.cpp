@@ -517,6 +517,25 @@ TEST_CASE("ECMP choice is deterministic: same hash, same route, in any Router") 
   CHECK(first.route(src, dst, 42).links == second.route(src, dst, 42).links);
 }
 
+TEST_CASE("routes and counts stay the same when many destinations are routed") {
+  // More destinations than any sensible distance cache holds: revisiting the first ones
+  // after the others (in reverse order) must give the same answers as a fresh Router.
+  const Topology t = leaf_spine(4, 100);
+  const Router busy(t);
+  const DeviceId src = id_of(t, "gpu0");
+  std::vector<Route> first;
+  for (DeviceId dst : t.gpus()) first.push_back(busy.route(src, dst, dst * 31));
+  for (std::size_t i = t.gpu_count(); i-- > 0;) {
+    const DeviceId dst = t.gpus()[i];
+    CAPTURE(t.device(dst).name);
+    CHECK(busy.route(src, dst, dst * 31).links == first[i].links);
+    CHECK(busy.equal_cost_count(src, dst) == (i == 0 ? 1u : i < 100 ? 1u : 4u));
+    CHECK(busy.hops(dst, src) == (i == 0 ? 0u : i < 100 ? 2u : 4u));
+  }
+  const Router fresh(t);
+  CHECK(fresh.route(src, t.gpus()[150], t.gpus()[150] * 31).links == first[150].links);
+}
+
 TEST_CASE("k=4 fat tree: (k/2)^2 = 4 paths between pods, k/2 = 2 inside a pod") {
   const Topology t = fat_tree(4);
   REQUIRE(t.gpu_count() == 16);  // k^3/4 hosts

@@ -6,10 +6,19 @@
 // A plan's ranks are 0..ranks-1; which GPU (or server host) plays each rank is the engine's
 // placement. Data is cut into `chunks` pieces of known size; every transfer moves one chunk
 // and either reduces it into the receiver's copy (Reduce) or overwrites it (Copy).
+//
+// Planners (plan_*) are described, with their per-rank bytes and closed-form times, in
+// sim/collective/README.md. They throw std::invalid_argument for impossible parameters
+// (zero ranks, zero channels, ranks_per_node not dividing ranks, ...).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,26 +35,33 @@ enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer };
 
 using TransferId = std::uint32_t;
 inline constexpr TransferId kNoTransfer = UINT32_MAX;
+inline constexpr std::uint32_t kNoRank = UINT32_MAX;
+inline constexpr std::uint32_t kNoDepSet = UINT32_MAX;
 
 enum class TransferKind : std::uint8_t { Reduce, Copy };
+[[nodiscard]] std::string_view to_string(TransferKind kind);
 
-// One message. It may start once every transfer in `deps` has been delivered. Most plans need
-// at most two dependencies (the previous send on the same channel and the receive that brought
-// the data), so they are stored inline; `extra_deps` holds the rare rest.
+// One message. It may start once every transfer in its dependencies has been delivered. Most
+// plans need at most two dependencies (the receive that brought the data and the previous send
+// on the same link), so they are stored inline; `extra_deps` names a set in Plan::extra_deps
+// holding the rare rest (a set may be shared by many transfers: "every push to server j").
+// Planners put the data dependency first (dep0): check_plan searches it first.
 struct Transfer {
   std::uint32_t src = 0;
   std::uint32_t dst = 0;
   std::uint32_t chunk = 0;
   TransferKind kind = TransferKind::Copy;
-  std::uint8_t channel = 0;  // independent pipeline (ring channel, tree 0/1, …) for reporting
+  // Independent pipeline the transfer belongs to, for reporting and for spreading over NICs:
+  // ring channel, tree 0/1, hierarchical rail (the local index owning the data), PS shard.
+  std::uint8_t channel = 0;
   TransferId dep0 = kNoTransfer;
   TransferId dep1 = kNoTransfer;
-  std::uint32_t extra_deps = UINT32_MAX;  // index into Plan::extra_deps, or UINT32_MAX
+  std::uint32_t extra_deps = kNoDepSet;  // index into Plan::extra_deps, or kNoDepSet
 };
 
-// Where a rank's data is at the start: rank r holds its own contribution to every chunk
-// (AllReduce, ReduceScatter, Reduce), or only the chunks listed (AllGather: its own shard;
-// Broadcast: the root holds all).
+// Where a rank's data is at the start: rank r < contributors holds its own contribution to
+// every chunk (AllReduce, ReduceScatter, Reduce); for AllGather rank chunk_owner[c] holds chunk
+// c; for Broadcast the root holds every chunk.
 struct Plan {
   CollectiveOp op = CollectiveOp::AllReduce;
   Algorithm algorithm = Algorithm::Ring;
@@ -53,20 +69,33 @@ struct Plan {
   std::uint32_t contributors = 0;         // ranks 0..contributors-1 hold input data (workers);
                                           // the rest (parameter servers) start empty
   std::uint32_t root = 0;                 // Broadcast / Reduce root
-  Bytes total_bytes{0.0};                 // S, the collective's message size (nccl-tests "size")
-  std::vector<Bytes> chunk_bytes;         // size of each chunk
+  Bytes total_bytes{0.0};                 // S, the collective's message size (nccl-tests "size":
+                                          // the full vector, also for ReduceScatter/AllGather)
+  std::vector<Bytes> chunk_bytes;         // size of each chunk; they add up to total_bytes
   // ReduceScatter: the rank that must end with the chunk reduced; AllGather: the rank that
-  // holds the chunk at the start. Empty for the other operations.
+  // holds the chunk at the start; ParameterServer AllReduce: the server that reduces the chunk
+  // (its shard). Empty for the other plans.
   std::vector<std::uint32_t> chunk_owner;
   std::vector<Transfer> transfers;        // in an order compatible with the dependencies
   std::vector<std::vector<TransferId>> extra_deps;
-  // Number of algorithm steps on the critical path (for latency terms and reporting).
+  // Algorithm steps on the critical path, without pipelining (the latency term's count):
+  // ring AllReduce 2(n-1), tree 2·height, parameter server 2, ...
   std::uint32_t steps = 0;
-  std::uint32_t channels = 1;
+  std::uint32_t channels = 1;             // transfers use channel 0..channels-1
 
-  // Appends a transfer depending on `deps` (kNoTransfer entries are ignored).
+  // Appends a transfer depending on `deps` (kNoTransfer entries are ignored; beyond two, the
+  // rest go to a new extra_deps set).
   TransferId add(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk, TransferKind kind,
                  std::initializer_list<TransferId> deps, std::uint8_t channel = 0);
+  TransferId add(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk, TransferKind kind,
+                 std::span<const TransferId> deps, std::uint8_t channel = 0);
+  // Stores a dependency set once, for add_after_set() to share among many transfers.
+  std::uint32_t add_dep_set(std::vector<TransferId> deps);
+  // Appends a transfer depending on every transfer of set `dep_set`.
+  TransferId add_after_set(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
+                           TransferKind kind, std::uint32_t dep_set, std::uint8_t channel = 0);
+
+  [[nodiscard]] std::size_t chunks() const { return chunk_bytes.size(); }
   [[nodiscard]] Bytes bytes_of(const Transfer& t) const { return chunk_bytes[t.chunk]; }
   // Calls fn(dep) for every dependency of transfer `id`.
   template <typename Fn>
@@ -74,7 +103,7 @@ struct Plan {
     const Transfer& t = transfers[id];
     if (t.dep0 != kNoTransfer) fn(t.dep0);
     if (t.dep1 != kNoTransfer) fn(t.dep1);
-    if (t.extra_deps != UINT32_MAX)
+    if (t.extra_deps != kNoDepSet)
       for (TransferId d : extra_deps[t.extra_deps]) fn(d);
   }
   // Bytes each rank sends (and receives), summed over transfers.
@@ -89,11 +118,129 @@ struct PlanCheck {
 };
 
 // Executes the plan symbolically (which ranks' contributions each copy of each chunk holds)
-// in dependency order and checks the end state the operation promises: AllReduce → every rank
-// holds every chunk reduced over all ranks; ReduceScatter → rank r holds chunk(s) it owns fully
-// reduced; AllGather/Broadcast → every rank holds every chunk; Reduce → the root holds the full
-// reduction. It also rejects races (a chunk read while an unordered write to it is pending),
-// double counting (a contribution reduced twice) and dependencies that point forward.
+// in the given order and checks the end state the operation promises: AllReduce → every
+// contributor holds every chunk reduced over all contributors; ReduceScatter → the owner of
+// each chunk holds it fully reduced; AllGather/Broadcast → every rank holds every chunk (with
+// its one contributor); Reduce → the root holds the full reduction. It also rejects races (a
+// chunk read or overwritten while a write to it, or a read of it, is not ordered by the
+// dependencies; concurrent Reduce writes into one copy are allowed), double counting (a
+// contribution reduced twice), sends of a chunk the sender does not hold, sends to oneself,
+// dependencies that do not point backward, and chunk sizes that do not add up to total_bytes.
+// Cost: O(ranks·chunks·contributors/64) memory, and an ancestor search per hazard that is short
+// when planners list the data dependency first (a 64-rank, 4-channel ring checks in ~10 ms).
 [[nodiscard]] PlanCheck check_plan(const Plan& plan);
+
+// ---- planners -------------------------------------------------------------------------------
+
+// Ring algorithms over ranks 0 → 1 → … → n-1 → 0 (ranks are node-major, so the ring crosses
+// each node boundary once). `channels` independent rings each carry 1/channels of the data (the
+// engine may map channels to NICs/rails); `pipeline` cuts each step's block into sub-chunks that
+// travel as independent lanes (in a fluid model this only costs events).
+struct RingOptions {
+  std::uint32_t channels = 1;  // 1..256
+  std::uint32_t pipeline = 1;  // ≥ 1
+};
+// Reduce-scatter then all-gather: 2(n-1) steps of S/n per rank (per channel S/(n·channels)).
+// Time: 2(n-1)·α + 2(n-1)/n · S/B.
+[[nodiscard]] Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes,
+                                       const RingOptions& options = {});
+// n-1 steps; rank r ends with block r (chunk_owner) reduced. Time: (n-1)·α + (n-1)/n · S/B.
+[[nodiscard]] Plan plan_ring_reduce_scatter(std::uint32_t ranks, Bytes bytes,
+                                            const RingOptions& options = {});
+// n-1 steps; rank r starts with block r (chunk_owner). Time: (n-1)·α + (n-1)/n · S/B.
+[[nodiscard]] Plan plan_ring_allgather(std::uint32_t ranks, Bytes bytes,
+                                       const RingOptions& options = {});
+// Pipelined chain root → root+1 → … → root-1 (NCCL's ring Broadcast), `pipeline` chunks per
+// channel. Time: (n-1 + P-1)·(α + S/(P·B)).
+[[nodiscard]] Plan plan_ring_broadcast(std::uint32_t ranks, std::uint32_t root, Bytes bytes,
+                                       const RingOptions& options = {});
+// The reverse chain root-1 → root-2 → … → root, reducing on the way. Same time as Broadcast.
+[[nodiscard]] Plan plan_ring_reduce(std::uint32_t ranks, std::uint32_t root, Bytes bytes,
+                                    const RingOptions& options = {});
+
+// NCCL's double binary tree over `nodes` (src/graph/trees.cc): tree 0 is a binary tree rooted
+// at 0 whose root has a single child; tree 1 mirrors it (node i plays tree 0's node
+// nodes-1-i) when `nodes` is even and shifts it by one (node i plays node i-1) when odd.
+// With an even node count every node is interior (has children) in at most one tree.
+struct BinaryTree {
+  std::uint32_t root = 0;
+  std::vector<std::uint32_t> parent;                   // kNoRank for the root
+  std::vector<std::array<std::uint32_t, 2>> children;  // kNoRank where absent
+};
+[[nodiscard]] std::array<BinaryTree, 2> build_double_binary_tree(std::uint32_t nodes);
+
+struct TreeOptions {
+  std::uint32_t ranks_per_node = 1;  // must divide ranks; ranks are node-major
+  std::uint32_t pipeline = 1;        // chunks per tree (each tree carries S/2)
+};
+// Double-binary-tree AllReduce (NCCL style): the trees span nodes, and inside each node the
+// ranks form a chain hanging from the node's head (tree 0: head local 0, chain 0←1←…; tree 1:
+// head local ppn-1, chain walked the other way, so the trees' inter-node traffic leaves from
+// different GPUs). Each tree reduces its half up and broadcasts it down, in `pipeline` chunks:
+// chunk k goes up a level once chunk k arrived from every child, and follows chunk k-1 on each
+// link. height = ceil(log2 nodes) + ppn - 1; steps = 2·height.
+// Time ≈ (2·height + P - 1)·α + 2S/B for large P (every port carries ~2S each way).
+[[nodiscard]] Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes,
+                                       const TreeOptions& options = {});
+
+struct HierarchicalOptions {
+  std::uint32_t ranks_per_node = 1;  // must divide ranks; ranks are node-major
+  std::uint32_t pipeline = 1;        // sub-chunks per step
+};
+// Ring reduce-scatter inside each node (ppn ranks), ring AllReduce of each part across nodes
+// on its rail (ranks with the same local index), ring all-gather inside each node.
+// steps = 2(ppn-1) + 2(nodes-1). Time: 2(ppn-1)·α_intra + (ppn-1)/ppn·2S/B_intra
+// + 2(nodes-1)·α_inter + 2(nodes-1)/nodes · S/(ppn·B_rail).
+[[nodiscard]] Plan plan_hierarchical_allreduce(std::uint32_t ranks, Bytes bytes,
+                                               const HierarchicalOptions& options = {});
+
+enum class ServerPlacement : std::uint8_t {
+  Dedicated,  // servers are extra ranks workers..workers+k-1 that hold no gradients
+  Colocated,  // server j is worker floor(j·workers/k) (spread over nodes); k ≤ workers
+};
+struct ParameterServerOptions {
+  std::uint32_t servers = 1;  // k, 1..256
+  ServerPlacement placement = ServerPlacement::Dedicated;
+};
+// Push/pull: gradients are sharded by bytes over k servers (floor(S/k) each, the last shard
+// takes the remainder; chunk j = shard j, chunk_owner[j] = its server). Push: every worker
+// reduces its shard j into server j; pull: server j copies the reduced shard back to every
+// worker once every push to it has arrived. A colocated server sends nothing to itself.
+// steps = 2. Time (dedicated) ≈ 2·S·n/(k·B_server) + 2α.
+[[nodiscard]] Plan plan_parameter_server_allreduce(std::uint32_t workers, Bytes bytes,
+                                                   const ParameterServerOptions& options = {});
+
+// Splits `total` into `parts` pieces of floor(total/parts) bytes, the last one taking the
+// remainder, so whole-byte sizes stay whole and the pieces add up to `total` exactly.
+[[nodiscard]] std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts);
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+// One collective to plan: the operation, the algorithm and its knobs. plan_collective()
+// dispatches to the planners above; the CLI and the scenario runner use it.
+struct CollectiveRequest {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;
+  std::uint32_t ranks = 1;           // participants (workers + dedicated servers for ps)
+  std::uint32_t ranks_per_node = 1;  // tree / hierarchical: ranks are node-major
+  Bytes bytes{0.0};
+  std::uint32_t channels = 1;        // ring
+  std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)
+  std::uint32_t root = 0;            // broadcast / reduce
+  ParameterServerOptions ps;         // ps: dedicated servers are the last ps.servers ranks
+};
+
+[[nodiscard]] std::optional<CollectiveOp> collective_op_from_string(std::string_view text);
+[[nodiscard]] std::optional<Algorithm> algorithm_from_string(std::string_view text);
+
+// Throws std::invalid_argument when the combination is not supported (e.g. tree ReduceScatter)
+// or the sizes do not fit (ranks not a multiple of ranks_per_node, too many servers).
+[[nodiscard]] Plan plan_collective(const CollectiveRequest& request);
+
+// nccl-tests' bus-bandwidth factor for `op` over n ranks: AllReduce 2(n−1)/n, ReduceScatter
+// and AllGather (n−1)/n, Broadcast and Reduce 1 (NVIDIA/nccl-tests doc/PERFORMANCE.md).
+[[nodiscard]] double busbw_factor(CollectiveOp op, std::uint32_t ranks);
 
 }  // namespace gradsync

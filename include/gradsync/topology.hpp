@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -164,9 +165,20 @@ class Router {
   [[nodiscard]] std::uint64_t link_cost(LinkId id) const;
   [[nodiscard]] bool may_forward(DeviceId id) const;
 
+  struct Graph;  // the Boost graph, built once per Router
+  // Distances are kept for the most recently used destinations only, so memory stays
+  // O(kCachedDestinations × devices) however many pairs are routed.
+  static constexpr std::size_t kCachedDestinations = 64;
+  struct CachedDistances {
+    DeviceId dst;
+    std::vector<std::uint64_t> dist;
+  };
+
   const Topology* topology_;
   std::vector<std::uint64_t> link_costs_;
-  mutable std::vector<std::vector<std::uint64_t>> dist_cache_;  // indexed by dst, empty until used
+  std::shared_ptr<const Graph> graph_;
+  mutable std::vector<CachedDistances> cache_;  // ring buffer of recent destinations
+  mutable std::size_t cache_next_ = 0;
 };
 
 }  // namespace gradsync

@@ -9,5 +9,6 @@ class App;
 namespace gradsync::cli {
 
 void add_topo_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace gradsync::cli

@@ -1,5 +1,6 @@
 // Topology files (DESIGN.md §5.1), both forms: the cluster template (nodes:, node:,
 // network:) expanded by expand_cluster(), and the explicit form (devices:, links:).
+#include <charconv>
 #include <filesystem>
 #include <unordered_map>
 
@@ -19,8 +20,12 @@ using config::mark_of;
 
 // Bounds that catch typos before they become a multi-gigabyte graph.
 constexpr std::size_t kMaxExplicitDevices = 1'000'000;
+constexpr std::size_t kMaxExplicitLinks = 4'000'000;
 constexpr long long kMaxNodes = 100'000;
 constexpr long long kMaxGpusPerNode = 1024;
+constexpr long long kMaxGpus = 262'144;
+constexpr long long kMaxNics = 524'288;      // network endpoints: 2 per GPU at the largest
+constexpr long long kMaxMeshGpus = 32;       // a full NVLink mesh is G(G-1)/2 links per server
 
 const std::vector<std::string> kTemplateKeys{"name", "software", "nodes", "node", "network",
                                              "cost"};
@@ -105,6 +110,10 @@ NodeSpec read_node(const MapReader& top) {
     const auto fabric = *fabric_from_string(intra.choice("fabric", {"nvlink", "pcie"}));
     n.intra = read_group(intra, fabric);
     const bool has_switch = intra.opt_boolean("switch").value_or(true);
+    if (!has_switch && fabric == Fabric::NvLink && n.gpus > kMaxMeshGpus)
+      intra.fail("switch", fmt::format("false (a direct NVLink mesh) joins at most {} GPUs, got "
+                                       "node.gpus: {}; use switch: true (NVSwitch)",
+                                       kMaxMeshGpus, n.gpus));
     n.intra_shape = has_switch ? IntraShape::Switch
                     : fabric == Fabric::NvLink ? IntraShape::Mesh
                                                : IntraShape::RootComplex;
@@ -180,9 +189,16 @@ ClusterSpec read_cluster(const MapReader& top, const std::string& default_name) 
                       "node.nics must be at least 1 when a network: is given");
   if (top.has("cost")) spec.cost = read_cost(top);
   const long long gpus = static_cast<long long>(spec.nodes) * spec.node.gpus;
-  if (gpus > 262'144)
+  if (gpus > kMaxGpus)
     top.fail("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs; gradsync simulates at most "
-                                  "262144", spec.nodes, spec.node.gpus, gpus));
+                                  "{}", spec.nodes, spec.node.gpus, gpus, kMaxGpus));
+  const long long nics = static_cast<long long>(spec.nodes) * spec.node.nics;
+  if (nics > kMaxNics) {
+    const YAML::Node node_map = top.node("node");
+    throw ConfigError(mark_of(node_map["nics"], top.file()),
+                      fmt::format("node.nics: {} nodes x {} NICs = {} NICs; gradsync simulates "
+                                  "at most {}", spec.nodes, spec.node.nics, nics, kMaxNics));
+  }
   return spec;
 }
 
@@ -214,8 +230,10 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
     if (d.has("node")) {
       const std::string s = d.string("node");
       if (!s.empty() && s[0] == '$') {
-        const long long k = std::atoll(s.c_str() + 1);
-        if (k < 1 || static_cast<std::size_t>(k) > names.front().indices.size())
+        long long k = 0;
+        const auto [ptr, ec] = std::from_chars(s.data() + 1, s.data() + s.size(), k);
+        if (ec != std::errc() || ptr != s.data() + s.size() || k < 1 ||
+            static_cast<std::size_t>(k) > names.front().indices.size())
           d.fail("node", fmt::format("'{}' names no bracket of '{}' ($1 is the first)", s, pattern));
         node_bracket = static_cast<std::size_t>(k - 1);
       } else {
@@ -225,6 +243,10 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
     for (auto& n : names) {
       if (by_name.count(n.name) != 0)
         d.fail("name", fmt::format("device '{}' is declared twice", n.name));
+      if (node_bracket && n.indices[*node_bracket] > kMaxNodes)
+        d.fail("node", fmt::format("${} gives {} node {}; a node index is at most {}",
+                                   *node_bracket + 1, n.name, n.indices[*node_bracket],
+                                   kMaxNodes));
       const int node = node_bracket ? static_cast<int>(n.indices[*node_bracket])
                                     : static_cast<int>(node_fixed.value_or(-1));
       by_name.emplace(n.name, topo.add_device(Device{n.name, kind, node, latency, d.mark("name")}));
@@ -280,6 +302,9 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
                        ? Duplex::Half : Duplex::Full;
     proto.origin = l.mark();
     const std::size_t count = std::max(left.size(), right.size());
+    if (topo.links().size() + count > kMaxExplicitLinks)
+      l.fail("between", fmt::format("the topology would have more than {} links",
+                                    kMaxExplicitLinks));
     for (std::size_t i = 0; i < count; ++i) {
       Link link = proto;
       link.a = left[left.size() == 1 ? 0 : i];
@@ -306,8 +331,16 @@ TopologyFile load_from_root(const YAML::Node& root, const std::string& file,
   TopologyFile out;
   out.path = path;
   if (explicit_form && template_form) {
-    const YAML::Node at = root["devices"].IsDefined() ? root["devices"] : root["links"];
-    throw ConfigError(mark_of(at, file),
+    // Point at the first explicit-form key as written.
+    SourceMark at = mark_of(root, file);
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const YAML::Node key = it->first;
+      if (key.IsScalar() && (key.Scalar() == "devices" || key.Scalar() == "links")) {
+        at = mark_of(key, file);
+        break;
+      }
+    }
+    throw ConfigError(at,
                       "a topology is either a cluster template (nodes:, node:, network:) or an "
                       "explicit graph (devices:, links:), not both");
   }
@@ -332,14 +365,18 @@ TopologyFile load_from_root(const YAML::Node& root, const std::string& file,
 }  // namespace
 
 TopologyFile load_topology_file(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  const YAML::Node root = config::load_yaml_file(file);
-  return load_from_root(root, file, path);
+  return config::one_line_errors([&] {
+    const std::string file = path.string();
+    const YAML::Node root = config::load_yaml_file(file);
+    return load_from_root(root, file, path);
+  });
 }
 
 TopologyFile load_topology_text(const std::string& text, const std::string& display_name) {
-  const YAML::Node root = config::parse_yaml(text, display_name);
-  return load_from_root(root, display_name, std::filesystem::path(display_name));
+  return config::one_line_errors([&] {
+    const YAML::Node root = config::parse_yaml(text, display_name);
+    return load_from_root(root, display_name, std::filesystem::path(display_name));
+  });
 }
 
 }  // namespace gradsync

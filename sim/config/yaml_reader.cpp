@@ -67,6 +67,20 @@ std::string join(const std::vector<std::string>& words) {
 
 }  // namespace
 
+std::string escape_control_characters(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
@@ -95,16 +109,39 @@ std::string_view line_of(const std::string& text, int line) {
                                                                        : end - start);
 }
 
+// yaml-cpp reports some errors at the end of the input, which is past the last line when the
+// file ends with a newline; editors cannot go there. Point at the end of the last line instead.
+SourceMark error_mark(const YAML::Mark& mark, const std::string& text, const std::string& file) {
+  if (mark.is_null() || text.empty() || static_cast<std::size_t>(mark.pos) < text.size())
+    return mark_of(mark, file);
+  std::size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r')) --end;
+  const std::size_t start = text.rfind('\n', end == 0 ? 0 : end - 1);
+  const std::size_t line_start = start == std::string::npos || end == 0 ? 0 : start + 1;
+  const auto first = text.begin();
+  const int line = static_cast<int>(
+      std::count(first, first + static_cast<std::ptrdiff_t>(line_start), '\n'));
+  return SourceMark{file, line + 1, static_cast<int>(end - line_start) + 1};
+}
+
 }  // namespace
 
 YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+  // yaml-cpp stops at a NUL byte with a puzzling message: a NUL means a binary file.
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    const std::size_t line_start = text.rfind('\n', nul);
+    const std::size_t column = line_start == std::string::npos ? nul : nul - line_start - 1;
+    const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    throw ConfigError(SourceMark{file, static_cast<int>(line) + 1, static_cast<int>(column) + 1},
+                      "a NUL byte: this is not a text file");
+  }
   reject_duplicate_keys(text, file);
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp reports its nesting limit as "bad file"; say what it is.
-    throw ConfigError(mark_of(e.mark, file), "invalid YAML: nested too deeply");
+    throw ConfigError(error_mark(e.mark, text, file), "invalid YAML: nested too deeply");
   } catch (const YAML::Exception& e) {
     // A tab in the indentation is the usual cause of a baffling "illegal map value".
     const std::string_view line = line_of(text, e.mark.line);
@@ -113,14 +150,20 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
     if (!e.mark.is_null() && tab != std::string_view::npos)
       throw ConfigError(SourceMark{file, e.mark.line + 1, static_cast<int>(tab) + 1},
                         "invalid YAML: tab in the indentation (YAML indents with spaces only)");
-    throw ConfigError(mark_of(e.mark, file), "invalid YAML: " + e.msg);
+    throw ConfigError(error_mark(e.mark, text, file), "invalid YAML: " + e.msg);
   }
   if (documents.empty()) return YAML::Node();
   // A second document ("---") would be silently ignored: refuse it.
-  for (std::size_t i = 1; i < documents.size(); ++i)
-    if (documents[i].IsDefined() && !documents[i].IsNull())
-      throw ConfigError(mark_of(documents[i], file),
-                        "a second YAML document (after '---'); a gradsync file holds one");
+  for (std::size_t i = 1; i < documents.size(); ++i) {
+    if (!documents[i].IsDefined() || documents[i].IsNull()) continue;
+    SourceMark at = mark_of(documents[i], file);
+    for (int line = at.line - 1; line >= 1; --line)  // the '---' that starts it, when found
+      if (line_of(text, line - 1).starts_with("---")) {
+        at = SourceMark{file, line, 1};
+        break;
+      }
+    throw ConfigError(at, "a second YAML document (after '---'); a gradsync file holds one");
+  }
   return documents.front();
 }
 
@@ -150,7 +193,8 @@ MapReader::MapReader(const YAML::Node& node, std::string file, std::string what,
                       fmt::format("{} must be a mapping (key: value lines), got {}",
                                   what_.empty() ? "the file" : what_, describe(node_)));
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // A copy: `it->first` lives in a proxy that dies at the end of this statement.
+    const YAML::Node key = it->first;
     if (!key.IsScalar())
       throw ConfigError(mark_of(key, file_), "keys must be plain words");
     const std::string& k = key.Scalar();
@@ -166,7 +210,8 @@ MapReader::MapReader(const YAML::Node& node, std::string file, std::string what,
     const std::string where = what_.empty() ? "at top level" : "in " + what_;
     throw ConfigError(mark_of(key, file_),
                       near.empty()
-                          ? fmt::format("unknown key '{}' {} (valid keys: {})", k, where, join(valid))
+                          ? fmt::format("unknown key '{}' {} (valid keys: {})", k, where,
+                                        join(valid))
                           : fmt::format("unknown key '{}' {}; did you mean '{}'?", k, where, near));
   }
 }
@@ -193,10 +238,11 @@ YAML::Node MapReader::node(const std::string& key) const {
   const YAML::Node v = node_[key];
   if (v.IsDefined() && v.IsNull()) {
     // "nodes:" with nothing after it: point at the key the user wrote, not at the mapping.
-    for (auto it = node_.begin(); it != node_.end(); ++it)
-      if (it->first.IsScalar() && it->first.Scalar() == key)
-        throw ConfigError(mark_of(it->first, file_),
-                          fmt::format("{} has no value", path(key)));
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const YAML::Node k = it->first;
+      if (k.IsScalar() && k.Scalar() == key)
+        throw ConfigError(mark_of(k, file_), fmt::format("{} has no value", path(key)));
+    }
   }
   if (!v.IsDefined() || v.IsNull())
     throw ConfigError(mark(), fmt::format("missing required key '{}'{}", key,

@@ -19,6 +19,8 @@ constexpr int kMaxGpusPerNode = 1024;
 constexpr int kMaxNicsPerNode = 64;
 constexpr int kMaxSockets = 8;
 constexpr long long kMaxGpus = 262'144;
+constexpr long long kMaxNics = 524'288;  // network endpoints, all servers together
+constexpr int kMaxMeshGpus = 32;         // a full mesh is G(G-1)/2 links per server
 constexpr double kMaxOversubscription = 64.0;
 constexpr int kMaxRadix = 256;
 constexpr int kMaxSpines = 4096;
@@ -287,6 +289,9 @@ void validate_cluster(const ClusterSpec& spec) {
                       n.gpus, kMaxGpus));
   require(n.nics >= 0 && n.nics <= kMaxNicsPerNode, n.origin,
           fmt::format("node.nics must be between 0 and {}, got {}", kMaxNicsPerNode, n.nics));
+  require(static_cast<long long>(spec.nodes) * n.nics <= kMaxNics, n.origin,
+          fmt::format("{} nodes x {} NICs exceeds the {} NICs gradsync simulates", spec.nodes,
+                      n.nics, kMaxNics));
   require(n.sockets >= 1 && n.sockets <= kMaxSockets, n.origin,
           fmt::format("node.sockets must be between 1 and {}, got {}", kMaxSockets, n.sockets));
   require(n.intra.fabric == Fabric::NvLink || n.intra.fabric == Fabric::Pcie, n.intra.origin,
@@ -295,6 +300,10 @@ void validate_cluster(const ClusterSpec& spec) {
   if (n.intra.fabric == Fabric::Pcie)
     require(n.intra_shape != IntraShape::Mesh, n.intra.origin,
             "a PCIe server has no direct GPU mesh (use switch: true or false)");
+  if (n.intra_shape == IntraShape::Mesh)
+    require(n.gpus <= kMaxMeshGpus, n.intra.origin,
+            fmt::format("a direct NVLink mesh joins at most {} GPUs, got {}", kMaxMeshGpus,
+                        n.gpus));
   if (n.sockets > 1) {
     require(n.socket_link.has_value(), n.origin,
             "node.socket_link is required when node.sockets > 1 (the CPU-CPU link)");

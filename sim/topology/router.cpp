@@ -50,16 +50,24 @@ struct ForwardingEdges {
 
 }  // namespace
 
-Router::Router(const Topology& topology)
-    : topology_(&topology), dist_cache_(topology.devices().size()) {
+struct Router::Graph {
+  RoutingGraph graph;
+};
+
+Router::Router(const Topology& topology) : topology_(&topology) {
   link_costs_.reserve(topology.links().size());
-  for (const Link& l : topology.links()) {
+  auto g = std::make_shared<Graph>();
+  g->graph = RoutingGraph(topology.devices().size());
+  for (LinkId id = 0; id < topology.links().size(); ++id) {
+    const Link& l = topology.link(id);
     // Hop count dominates; narrower links cost a little more so that, at equal hops, NVLink
     // beats a PCIe detour. Rounded to integers so equal paths tie exactly.
     const double gbps = std::max(l.bandwidth.gigabytes_per_second(), 1e-6);
     const double width = std::min(std::round(kWidthScale / gbps), 1e5);
     link_costs_.push_back(kHopCost + static_cast<std::uint64_t>(width));
+    boost::add_edge(l.a, l.b, WeightProperty(link_costs_.back()), g->graph);
   }
+  graph_ = std::move(g);
 }
 
 std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
@@ -69,18 +77,23 @@ bool Router::may_forward(DeviceId id) const {
 }
 
 const std::vector<std::uint64_t>& Router::distances_to(DeviceId dst) const {
-  auto& dist = dist_cache_.at(dst);
-  if (!dist.empty()) return dist;
+  if (dst >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
+  for (const auto& c : cache_)
+    if (c.dst == dst) return c.dist;
+  if (cache_.size() < kCachedDestinations) {
+    cache_.push_back(CachedDistances{dst, {}});
+    cache_next_ = cache_.size() - 1;
+  }
+  CachedDistances& slot = cache_[cache_next_];
+  cache_next_ = (cache_next_ + 1) % kCachedDestinations;
+  slot.dst = dst;
+  auto& dist = slot.dist;
 
-  const auto& devices = topology_->devices();
   const auto& links = topology_->links();
-  RoutingGraph graph(devices.size());
-  for (LinkId id = 0; id < links.size(); ++id)
-    boost::add_edge(links[id].a, links[id].b, WeightProperty(link_costs_[id]), graph);
-  ForwardingEdges keep{topology_, &graph, dst};
-  boost::filtered_graph<RoutingGraph, ForwardingEdges> forwarding(graph, keep);
+  ForwardingEdges keep{topology_, &graph_->graph, dst};
+  boost::filtered_graph<RoutingGraph, ForwardingEdges> forwarding(graph_->graph, keep);
 
-  dist.assign(devices.size(), kUnreachable);
+  dist.assign(topology_->devices().size(), kUnreachable);
   boost::dijkstra_shortest_paths(
       forwarding, dst,
       boost::distance_map(dist.data())

@@ -1,0 +1,76 @@
+// The engine: replays collective plans (collective.hpp) on the SimGrid platform of a topology
+// (platform.hpp) and measures simulated time. One SimGrid simulation per process: a
+// Simulation owns the s4u::Engine singleton, so create at most one per process.
+//
+// Fidelity (DESIGN.md §2):
+//   step — every transfer of the plan is a flow that starts when its dependencies have
+//          arrived (exact dependencies; events grow with ranks × steps);
+//   flow — all transfers between the same two ranks become one flow carrying their bytes,
+//          started together, each paying `plan.steps` route latencies (the algorithm's latency
+//          term). Exact for rings on symmetric fabrics, orders of magnitude fewer events;
+//   auto — step while the plan has at most kAutoStepTransfers transfers, flow beyond.
+// Simulation runs no actors: transfers are SimGrid activities started from completion
+// callbacks, and each is released as soon as it completes (memory follows concurrent flows).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gradsync/collective.hpp"
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+enum class Fidelity { Auto, Step, Flow };
+[[nodiscard]] std::string_view to_string(Fidelity fidelity);
+
+inline constexpr std::size_t kAutoStepTransfers = 300'000;
+[[nodiscard]] Fidelity resolve_fidelity(Fidelity requested, const Plan& plan);
+
+// Which GPU plays each rank (contention studies depend on it).
+enum class PlacementKind { InOrder, Strided, Random };
+struct PlacementOptions {
+  PlacementKind kind = PlacementKind::InOrder;
+  std::uint32_t stride = 0;  // strided: rank r → GPU (r·stride) mod n, walking cosets; 0 = GPUs per node
+  std::uint64_t seed = 1;    // random: a seeded shuffle
+};
+// The GPUs (DeviceIds) of ranks 0..ranks-1; throws ConfigError when ranks exceeds the GPUs.
+[[nodiscard]] std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
+                                                const PlacementOptions& options = {});
+
+// The directed device pairs a plan sends between (for Simulation::build).
+[[nodiscard]] std::vector<std::pair<DeviceId, DeviceId>> device_pairs(
+    const Plan& plan, const std::vector<DeviceId>& rank_devices);
+
+struct PlanTiming {
+  Seconds time{0.0};              // from the first start to the last arrival
+  Fidelity fidelity = Fidelity::Step;
+  std::size_t flows = 0;          // SimGrid communications started
+};
+
+class Simulation {
+ public:
+  // `simgrid_args` are SimGrid options such as "--cfg=contexts/factory:thread".
+  explicit Simulation(const Topology& topology, const std::vector<std::string>& simgrid_args = {},
+                      std::uint64_t ecmp_seed = 0);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // Builds the platform with routes for these device pairs. Call once, before run_plan().
+  void build(const std::vector<std::pair<DeviceId, DeviceId>>& pairs);
+  // Runs one plan to completion (plans run one after another on the same platform).
+  PlanTiming run_plan(const Plan& plan, const std::vector<DeviceId>& rank_devices,
+                      Fidelity fidelity = Fidelity::Auto);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gradsync

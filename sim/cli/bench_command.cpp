@@ -1,0 +1,257 @@
+// `gradsync bench TOPOLOGY --op OP --algo ALGO [--min 8B --max 1GiB --factor 2] [--gpus N]`:
+// a virtual nccl-tests. For each message size it plans the collective, replays it on the
+// topology's SimGrid platform and prints nccl-tests' table (size, count, type, redop, root,
+// time, algbw, busbw), so the rows can sit beside a real all_reduce_perf run. `--algo auto`
+// simulates every algorithm that applies and keeps the fastest, as a tuner would, and says
+// which it picked in the last column.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "gradsync/collective.hpp"
+#include "gradsync/config.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/engine.hpp"
+
+namespace gradsync::cli {
+namespace {
+
+struct BenchOptions {
+  std::string file;
+  std::string op = "allreduce";
+  std::string algo = "ring";
+  std::string min = "8B";
+  std::string max = "1GiB";
+  double factor = 2.0;
+  std::uint32_t gpus = 0;
+  std::string fidelity = "auto";
+  std::string placement = "in-order";
+  std::uint64_t seed = 1;
+  std::uint32_t channels = 1;
+  std::uint32_t pipeline = 0;
+  std::uint32_t ps_servers = 1;
+  std::string ps_placement = "colocated";
+  std::uint32_t root = 0;
+  bool json = false;
+  std::vector<std::string> cfg;
+};
+
+constexpr double kFloatBytes = 4.0;  // nccl-tests' default type: float
+
+SourceMark cli_mark(const std::string& option) { return SourceMark{"gradsync bench " + option, 0, 0}; }
+
+Bytes parse_cli_size(const std::string& option, const std::string& text) {
+  try {
+    return parse_size(text);
+  } catch (const UnitError& e) {
+    throw ConfigError(cli_mark(option), e.what());
+  }
+}
+
+// Ranks per node for node-major plans: how many leading ranks share rank 0's server.
+std::uint32_t ranks_per_node(const Topology& topo, const std::vector<DeviceId>& ranks) {
+  std::uint32_t ppn = 0;
+  while (ppn < ranks.size() && topo.device(ranks[ppn]).node == topo.device(ranks[0]).node &&
+         topo.device(ranks[0]).node >= 0)
+    ++ppn;
+  ppn = std::max<std::uint32_t>(ppn, 1);
+  // Node-major only if every block of ppn ranks is one server.
+  if (ranks.size() % ppn != 0) return 1;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (topo.device(ranks[i]).node != topo.device(ranks[i - i % ppn]).node) return 1;
+  return ppn;
+}
+
+struct Row {
+  double bytes;
+  double time_us;
+  double algbw;
+  double busbw;
+  std::string algorithm;
+  std::string fidelity;
+};
+
+void run_bench(const BenchOptions& o) {
+  const TopologyFile topo_file = load_topology_file(o.file);
+  const Topology& topo = topo_file.topology;
+  const auto op = collective_op_from_string(o.op);
+  if (!op) throw ConfigError(cli_mark("--op"), "unknown operation '" + o.op + "'");
+  const Bytes min = parse_cli_size("--min", o.min);
+  const Bytes max = parse_cli_size("--max", o.max);
+  if (min.bytes() < 1.0 || max < min)
+    throw ConfigError(cli_mark("--min/--max"), "need 1B <= --min <= --max");
+  if (max.bytes() > 1e13)
+    throw ConfigError(cli_mark("--max"), "sizes above 10 TB are not a message size");
+  if (!(o.factor > 1.0)) throw ConfigError(cli_mark("--factor"), "--factor must be > 1");
+
+  const std::uint32_t n = o.gpus == 0 ? static_cast<std::uint32_t>(topo.gpu_count()) : o.gpus;
+  PlacementOptions placement;
+  placement.kind = o.placement == "strided" ? PlacementKind::Strided
+                   : o.placement == "random" ? PlacementKind::Random
+                                             : PlacementKind::InOrder;
+  placement.seed = o.seed;
+  const std::vector<DeviceId> ranks = place_ranks(topo, n, placement);
+  const std::uint32_t ppn = ranks_per_node(topo, ranks);
+
+  std::vector<Algorithm> candidates;
+  if (o.algo == "auto") {
+    candidates.push_back(Algorithm::Ring);
+    if (*op == CollectiveOp::AllReduce) {
+      candidates.push_back(Algorithm::Tree);
+      if (ppn > 1 && n / ppn > 1) candidates.push_back(Algorithm::Hierarchical);
+    }
+  } else {
+    candidates.push_back(*algorithm_from_string(o.algo));
+  }
+
+  CollectiveRequest base;
+  base.op = *op;
+  base.ranks = n;
+  base.ranks_per_node = ppn;
+  base.channels = o.channels;
+  base.pipeline = o.pipeline;
+  base.root = o.root;
+  base.ps.servers = o.ps_servers;
+  base.ps.placement = o.ps_placement == "dedicated" ? ServerPlacement::Dedicated
+                                                    : ServerPlacement::Colocated;
+  if (base.root >= n) throw ConfigError(cli_mark("--root"), "root must be below the rank count");
+
+  // Plans that a request cannot make are bad input (e.g. tree ReduceScatter).
+  auto make_plan = [&](Algorithm a, Bytes bytes) {
+    CollectiveRequest r = base;
+    r.algorithm = a;
+    r.bytes = bytes;
+    try {
+      return plan_collective(r);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cli_mark("--algo"), e.what());
+    }
+  };
+
+  std::vector<std::string> simgrid_args;
+  for (const auto& c : o.cfg) simgrid_args.push_back("--cfg=" + c);
+  Simulation sim(topo, simgrid_args);
+  {
+    std::vector<std::pair<DeviceId, DeviceId>> pairs;
+    for (Algorithm a : candidates) {
+      const auto p = device_pairs(make_plan(a, min), ranks);
+      pairs.insert(pairs.end(), p.begin(), p.end());
+    }
+    sim.build(pairs);
+  }
+  const Fidelity fidelity = o.fidelity == "step" ? Fidelity::Step
+                            : o.fidelity == "flow" ? Fidelity::Flow
+                                                   : Fidelity::Auto;
+
+  std::vector<double> sizes;
+  for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
+    sizes.push_back(std::round(s));
+  const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
+
+  const std::uint32_t busbw_ranks =
+      base.ps.placement == ServerPlacement::Dedicated && candidates[0] == Algorithm::ParameterServer
+          ? n - o.ps_servers : n;
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (progress)
+      std::cerr << fmt::format("\r[{}/{}] {} ...", i + 1, sizes.size(), format_size(Bytes(sizes[i])))
+                << std::flush;
+    Row best{};
+    best.time_us = -1;
+    for (Algorithm a : candidates) {
+      const Plan plan = make_plan(a, Bytes(sizes[i]));
+      const PlanTiming t = sim.run_plan(plan, ranks, fidelity);
+      const double us = t.time.seconds() * 1e6;
+      if (best.time_us < 0 || us < best.time_us) {
+        best.time_us = us;
+        best.algorithm = std::string(to_string(a));
+        best.fidelity = std::string(to_string(t.fidelity));
+      }
+    }
+    best.bytes = sizes[i];
+    best.algbw = best.time_us > 0 ? sizes[i] / (best.time_us * 1e-6) / 1e9 : 0.0;
+    best.busbw = best.algbw * busbw_factor(*op, busbw_ranks);
+    rows.push_back(best);
+  }
+  if (progress) std::cerr << "\r" << std::string(40, ' ') << "\r";
+
+  const bool rooted = *op == CollectiveOp::Broadcast || *op == CollectiveOp::Reduce;
+  const std::string redop = (*op == CollectiveOp::AllGather || *op == CollectiveOp::Broadcast)
+                                ? "none" : "sum";
+  if (o.json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Row& r : rows)
+      out.push_back({{"bytes", r.bytes},
+                     {"count", static_cast<long long>(r.bytes / kFloatBytes)},
+                     {"type", "float"},
+                     {"redop", redop},
+                     {"root", rooted ? static_cast<int>(o.root) : -1},
+                     {"time_us", r.time_us},
+                     {"algbw_GBps", r.algbw},
+                     {"busbw_GBps", r.busbw},
+                     {"op", o.op},
+                     {"algorithm", r.algorithm},
+                     {"fidelity", r.fidelity},
+                     {"ranks", n}});
+    std::cout << out.dump(2) << '\n';
+    return;
+  }
+  std::cout << fmt::format("# gradsync bench: {} on {} ({} ranks, {} per node), algorithm {}\n",
+                           o.op, topo.name(), n, ppn, o.algo);
+  std::cout << fmt::format("# software model: {}; fidelity: {}; out-of-place; GB = 1e9 B\n#\n",
+                           to_string(topo.software()), o.fidelity);
+  std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size",
+                           "count", "type", "redop", "root", "time", "algbw", "busbw", "algo");
+  std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)",
+                           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
+  for (const Row& r : rows)
+    std::cout << fmt::format("{:>12.0f} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}\n",
+                             r.bytes, static_cast<long long>(r.bytes / kFloatBytes), "float",
+                             redop, rooted ? static_cast<int>(o.root) : -1, r.time_us, r.algbw,
+                             r.busbw, r.algorithm);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto opts = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "simulate a collective over message sizes, "
+                                              "printing nccl-tests' table");
+  cmd->add_option("topology", opts->file, "topology YAML file")->required();
+  cmd->add_option("--op", opts->op, "allreduce | reducescatter | allgather | broadcast | reduce")
+      ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
+  cmd->add_option("--algo", opts->algo, "ring | tree | hierarchical | ps | auto")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "auto"}));
+  cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
+  cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
+  cmd->add_option("--factor,-f", opts->factor, "size multiplier between rows (default 2)");
+  cmd->add_option("--gpus,-g", opts->gpus, "ranks (default: every GPU of the topology)")
+      ->check(CLI::Range(1u, 262144u));
+  cmd->add_option("--fidelity", opts->fidelity, "auto | step | flow")
+      ->check(CLI::IsMember({"auto", "step", "flow"}));
+  cmd->add_option("--placement", opts->placement, "in-order | strided | random")
+      ->check(CLI::IsMember({"in-order", "strided", "random"}));
+  cmd->add_option("--seed", opts->seed, "seed for --placement random");
+  cmd->add_option("--channels", opts->channels, "ring channels (default 1)")
+      ->check(CLI::Range(1u, 64u));
+  cmd->add_option("--pipeline", opts->pipeline, "chunks per step/tree (default automatic)")
+      ->check(CLI::Range(0u, 1024u));
+  cmd->add_option("--ps-servers", opts->ps_servers, "parameter servers (default 1)")
+      ->check(CLI::Range(1u, 256u));
+  cmd->add_option("--ps-placement", opts->ps_placement, "colocated | dedicated")
+      ->check(CLI::IsMember({"colocated", "dedicated"}));
+  cmd->add_option("--root", opts->root, "root rank for broadcast / reduce");
+  cmd->add_flag("--json", opts->json, "print the rows as one JSON array");
+  cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
+  cmd->callback([opts] { run_bench(*opts); });
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,77 @@
+// Broadcast and Reduce from a root as a pipelined chain along the ring (NCCL runs both with
+// its Ring algorithm): Broadcast copies root → root+1 → … → root-1, Reduce sums
+// root+1 → root+2 → … → root-1 → root. `channels` chains each carry 1/channels of the data in
+// `pipeline` chunks; chunk k moves on as soon as it arrived, behind chunk k-1 on each link.
+// Chunk = channel·P + q. Every rank but the last of the chain sends S once; every rank but the
+// first receives S once.
+// Time: (n-1 + P-1)·(α + S/(C·P·B)) per channel; bus factor 1 (nccl-tests).
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "gradsync/collective.hpp"
+#include "ring_pass.hpp"
+
+namespace gradsync {
+namespace {
+
+Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::uint32_t root,
+                Bytes bytes, const RingOptions& options) {
+  detail::require(ranks >= 1, planner, "needs at least one rank");
+  detail::require(root < ranks, planner, fmt::format("root {} is not a rank of {}", root, ranks));
+  detail::require(options.channels >= 1 && options.channels <= 256, planner,
+                  fmt::format("channels must be 1..256, got {}", options.channels));
+  detail::require(options.pipeline >= 1, planner, "pipeline must be at least 1");
+  detail::require(bytes.bytes() >= 0.0, planner, "negative size");
+  const std::uint64_t chunks = std::uint64_t{options.channels} * options.pipeline;
+  detail::require(chunks * ranks < kNoTransfer, planner, "too large a plan");
+
+  Plan plan;
+  plan.op = op;
+  plan.algorithm = Algorithm::Ring;
+  plan.ranks = ranks;
+  plan.contributors = ranks;
+  plan.root = root;
+  plan.total_bytes = bytes;
+  plan.chunk_bytes = split_bytes(bytes, static_cast<std::uint32_t>(chunks));
+  plan.steps = ranks - 1;
+  plan.channels = options.channels;
+  plan.transfers.reserve(chunks * (ranks - 1));
+
+  // Position p of the chain sends to position p+1: Broadcast starts at the root, Reduce ends
+  // there.
+  const std::uint32_t first = op == CollectiveOp::Broadcast ? root : (root + 1) % ranks;
+  const TransferKind kind =
+      op == CollectiveOp::Broadcast ? TransferKind::Copy : TransferKind::Reduce;
+  const std::uint32_t hops = ranks - 1;
+  // Chunk-major order: the transfer of (chunk c, hop p) is first_id[c] + p.
+  std::vector<TransferId> first_id(chunks, kNoTransfer);
+  for (std::uint32_t q = 0; q < options.pipeline; ++q) {
+    for (std::uint32_t ch = 0; ch < options.channels; ++ch) {
+      const std::uint32_t chunk = ch * options.pipeline + q;
+      const std::uint32_t previous = q == 0 ? kNoTransfer : chunk - 1;  // same channel
+      first_id[chunk] = static_cast<TransferId>(plan.transfers.size());
+      for (std::uint32_t p = 0; p < hops; ++p) {
+        const TransferId data = p == 0 ? kNoTransfer : first_id[chunk] + p - 1;
+        const TransferId link = previous == kNoTransfer ? kNoTransfer : first_id[previous] + p;
+        plan.add((first + p) % ranks, (first + p + 1) % ranks, chunk, kind, {data, link},
+                 static_cast<std::uint8_t>(ch));
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+Plan plan_ring_broadcast(std::uint32_t ranks, std::uint32_t root, Bytes bytes,
+                         const RingOptions& options) {
+  return plan_chain("plan_ring_broadcast", CollectiveOp::Broadcast, ranks, root, bytes, options);
+}
+
+Plan plan_ring_reduce(std::uint32_t ranks, std::uint32_t root, Bytes bytes,
+                      const RingOptions& options) {
+  return plan_chain("plan_ring_reduce", CollectiveOp::Reduce, ranks, root, bytes, options);
+}
+
+}  // namespace gradsync

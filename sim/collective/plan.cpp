@@ -1,0 +1,110 @@
+// Plan bookkeeping shared by every planner: appending transfers with their dependencies,
+// per-rank byte counts, names of the enums, and the byte split all planners use.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gradsync/collective.hpp"
+
+namespace gradsync {
+
+std::string_view to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "allreduce";
+    case CollectiveOp::ReduceScatter: return "reducescatter";
+    case CollectiveOp::AllGather: return "allgather";
+    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::Reduce: return "reduce";
+  }
+  return "?";
+}
+
+std::string_view to_string(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::ParameterServer: return "ps";
+  }
+  return "?";
+}
+
+std::string_view to_string(TransferKind kind) {
+  switch (kind) {
+    case TransferKind::Reduce: return "reduce";
+    case TransferKind::Copy: return "copy";
+  }
+  return "?";
+}
+
+TransferId Plan::add(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
+                     TransferKind kind, std::span<const TransferId> deps,
+                     std::uint8_t channel) {
+  if (transfers.size() >= static_cast<std::size_t>(kNoTransfer))
+    throw std::length_error("plan has too many transfers for 32-bit transfer ids");
+  Transfer t;
+  t.src = src;
+  t.dst = dst;
+  t.chunk = chunk;
+  t.kind = kind;
+  t.channel = channel;
+  std::vector<TransferId> rest;
+  for (const TransferId d : deps) {
+    if (d == kNoTransfer) continue;
+    if (t.dep0 == kNoTransfer) {
+      t.dep0 = d;
+    } else if (t.dep1 == kNoTransfer) {
+      t.dep1 = d;
+    } else {
+      rest.push_back(d);
+    }
+  }
+  if (!rest.empty()) t.extra_deps = add_dep_set(std::move(rest));
+  transfers.push_back(t);
+  return static_cast<TransferId>(transfers.size() - 1);
+}
+
+TransferId Plan::add(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
+                     TransferKind kind, std::initializer_list<TransferId> deps,
+                     std::uint8_t channel) {
+  return add(src, dst, chunk, kind, std::span<const TransferId>(deps.begin(), deps.size()),
+             channel);
+}
+
+std::uint32_t Plan::add_dep_set(std::vector<TransferId> deps) {
+  extra_deps.push_back(std::move(deps));
+  return static_cast<std::uint32_t>(extra_deps.size() - 1);
+}
+
+TransferId Plan::add_after_set(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
+                               TransferKind kind, std::uint32_t dep_set, std::uint8_t channel) {
+  const TransferId id = add(src, dst, chunk, kind, std::span<const TransferId>{}, channel);
+  transfers[id].extra_deps = dep_set;
+  return id;
+}
+
+std::vector<Bytes> Plan::bytes_sent_per_rank() const {
+  std::vector<Bytes> sent(ranks, Bytes{0.0});
+  for (const Transfer& t : transfers) sent[t.src] += bytes_of(t);
+  return sent;
+}
+
+std::vector<Bytes> Plan::bytes_received_per_rank() const {
+  std::vector<Bytes> received(ranks, Bytes{0.0});
+  for (const Transfer& t : transfers) received[t.dst] += bytes_of(t);
+  return received;
+}
+
+std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts) {
+  if (parts == 0) throw std::invalid_argument("split_bytes: zero parts");
+  if (!(total.bytes() >= 0.0) || !std::isfinite(total.bytes()))
+    throw std::invalid_argument(fmt::format("split_bytes: bad size {}", total.bytes()));
+  const double piece = std::floor(total.bytes() / parts);
+  std::vector<Bytes> out(parts, Bytes{piece});
+  out.back() = Bytes{total.bytes() - piece * (parts - 1)};
+  return out;
+}
+
+}  // namespace gradsync

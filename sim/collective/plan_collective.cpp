@@ -1,0 +1,91 @@
+// Dispatch from a CollectiveRequest to the planner that implements it.
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "gradsync/collective.hpp"
+
+namespace gradsync {
+
+std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter,
+                          CollectiveOp::AllGather, CollectiveOp::Broadcast, CollectiveOp::Reduce})
+    if (to_string(op) == text) return op;
+  return std::nullopt;
+}
+
+std::optional<Algorithm> algorithm_from_string(std::string_view text) {
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical,
+                      Algorithm::ParameterServer})
+    if (to_string(a) == text) return a;
+  return std::nullopt;
+}
+
+double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::AllReduce: return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllGather: return n > 1 ? (n - 1) / n : 0.0;
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+Plan plan_collective(const CollectiveRequest& r) {
+  auto unsupported = [&]() -> Plan {
+    throw std::invalid_argument(fmt::format("{} has no {} algorithm in gradsync",
+                                            to_string(r.op), to_string(r.algorithm)));
+  };
+  // Tree pipelining: one chunk per MiB per tree, 1..64 (NCCL pipelines trees in chunks of
+  // a few hundred KiB; in a fluid model more chunks only add events past this point).
+  const auto auto_pipeline = [&](double per_tree_bytes) {
+    if (r.pipeline > 0) return r.pipeline;
+    return static_cast<std::uint32_t>(std::clamp(per_tree_bytes / 1048576.0, 1.0, 64.0));
+  };
+  switch (r.algorithm) {
+    case Algorithm::Ring: {
+      const RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1};
+      switch (r.op) {
+        case CollectiveOp::AllReduce: return plan_ring_allreduce(r.ranks, r.bytes, ring);
+        case CollectiveOp::ReduceScatter: return plan_ring_reduce_scatter(r.ranks, r.bytes, ring);
+        case CollectiveOp::AllGather: return plan_ring_allgather(r.ranks, r.bytes, ring);
+        case CollectiveOp::Broadcast: {
+          RingOptions chain = ring;
+          chain.pipeline = auto_pipeline(r.bytes.bytes());
+          return plan_ring_broadcast(r.ranks, r.root, r.bytes, chain);
+        }
+        case CollectiveOp::Reduce: {
+          RingOptions chain = ring;
+          chain.pipeline = auto_pipeline(r.bytes.bytes());
+          return plan_ring_reduce(r.ranks, r.root, r.bytes, chain);
+        }
+      }
+      break;
+    }
+    case Algorithm::Tree:
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      return plan_tree_allreduce(r.ranks, r.bytes,
+                                 TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / 2)});
+    case Algorithm::Hierarchical:
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      return plan_hierarchical_allreduce(r.ranks, r.bytes,
+                                         HierarchicalOptions{r.ranks_per_node,
+                                                             r.pipeline > 0 ? r.pipeline : 1});
+    case Algorithm::ParameterServer: {
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      const std::uint32_t workers = r.ps.placement == ServerPlacement::Dedicated
+                                        ? (r.ranks > r.ps.servers ? r.ranks - r.ps.servers : 0)
+                                        : r.ranks;
+      if (workers == 0)
+        throw std::invalid_argument(fmt::format(
+            "{} dedicated servers leave no worker among {} ranks", r.ps.servers, r.ranks));
+      return plan_parameter_server_allreduce(workers, r.bytes, r.ps);
+    }
+  }
+  return unsupported();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,86 @@
+// Internal to sim/collective: one ring pass (reduce-scatter or all-gather) appended to a plan,
+// shared by the ring and hierarchical planners, plus argument checks common to all planners.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "gradsync/collective.hpp"
+
+namespace gradsync::detail {
+
+// Throws std::invalid_argument("<planner>: <what>") unless `ok`.
+inline void require(bool ok, const char* planner, const std::string& what) {
+  if (!ok) throw std::invalid_argument(std::string(planner) + ": " + what);
+}
+
+// The transfers of one appended pass, laid out step by step, member by member, lane by lane.
+struct RingPass {
+  TransferId first = kNoTransfer;
+  std::uint32_t members = 0;
+  std::uint32_t lanes = 0;
+  [[nodiscard]] std::uint32_t steps() const { return members == 0 ? 0 : members - 1; }
+  // The transfer member `member` sends at `step` on `lane`.
+  [[nodiscard]] TransferId at(std::uint32_t step, std::uint32_t member, std::uint32_t lane) const {
+    return first + (step * members + member) * lanes + lane;
+  }
+};
+
+enum class RingPassKind { ReduceScatter, AllGather };
+
+// The data of a pass is m = members.size() blocks; block j is the chunks
+// base + j·block_stride + u for lanes u in [0, lanes), each lane travelling independently.
+//   ReduceScatter: at step s member i reduces block (i-1-s) mod m into member i+1; member i
+//                  ends with block i reduced over all members (received at step m-2 from i-1).
+//   AllGather:     at step s member i copies block (i-s) mod m to member i+1; member i starts
+//                  with block i.
+// Step s ≥ 1 depends on the data's arrival (step s-1 from member i-1, same lane) and on the
+// previous send on the same link and lane (step s-1 from member i). Step 0 takes its
+// dependencies from first_deps(i, chunk) → {data, link} (kNoTransfer when none).
+// When the pass follows another phase that already reduced into the blocks a reduce-scatter
+// member forwards (hierarchical AllReduce), prior_write(i, chunk) names that write: the
+// forwarding send must wait for it too, and it replaces the link dependency (two inline
+// dependencies). channel_of(chunk) gives each transfer's channel.
+template <typename FirstDeps, typename PriorWrite, typename ChannelOf>
+RingPass append_ring_pass(Plan& plan, std::span<const std::uint32_t> members,
+                          std::uint32_t base, std::uint32_t block_stride, std::uint32_t lanes,
+                          RingPassKind pass_kind, FirstDeps&& first_deps,
+                          PriorWrite&& prior_write, ChannelOf&& channel_of) {
+  const auto m = static_cast<std::uint32_t>(members.size());
+  RingPass pass{static_cast<TransferId>(plan.transfers.size()), m, lanes};
+  const TransferKind kind =
+      pass_kind == RingPassKind::ReduceScatter ? TransferKind::Reduce : TransferKind::Copy;
+  for (std::uint32_t s = 0; s + 1 < m; ++s) {
+    for (std::uint32_t i = 0; i < m; ++i) {
+      const std::uint32_t shift = pass_kind == RingPassKind::ReduceScatter ? 1 + s : s;
+      const std::uint32_t block = (i + m - shift % m) % m;
+      const std::uint32_t src = members[i];
+      const std::uint32_t dst = members[(i + 1) % m];
+      for (std::uint32_t u = 0; u < lanes; ++u) {
+        const std::uint32_t chunk = base + block * block_stride + u;
+        std::array<TransferId, 2> deps{kNoTransfer, kNoTransfer};
+        if (s == 0) {
+          deps = first_deps(i, chunk);
+        } else {
+          const TransferId prior = pass_kind == RingPassKind::ReduceScatter
+                                       ? prior_write(i, chunk)
+                                       : kNoTransfer;
+          deps = {pass.at(s - 1, (i + m - 1) % m, u),
+                  prior != kNoTransfer ? prior : pass.at(s - 1, i, u)};
+        }
+        plan.add(src, dst, chunk, kind, std::span<const TransferId>(deps), channel_of(chunk));
+      }
+    }
+  }
+  return pass;
+}
+
+inline constexpr auto kNoFirstDeps = [](std::uint32_t, std::uint32_t) {
+  return std::array<TransferId, 2>{kNoTransfer, kNoTransfer};
+};
+inline constexpr auto kNoPriorWrite = [](std::uint32_t, std::uint32_t) { return kNoTransfer; };
+
+}  // namespace gradsync::detail

@@ -1,0 +1,145 @@
+// Double-binary-tree AllReduce, NCCL style (REFERENCES.md §3; NVIDIA/nccl src/graph/trees.cc
+// for the trees, src/graph/connect.cc for hanging them on a chain inside each node).
+//
+// Ranks are node-major (rank = node·ppn + local). Each tree spans the nodes
+// (build_double_binary_tree); inside a node its ranks form a chain below the node's head:
+// tree 0's head is local 0 (chain 0 ← 1 ← … ← ppn-1), tree 1's head is local ppn-1 (chain
+// walked the other way), so the two trees' inter-node traffic leaves from different GPUs.
+// A head's children are its chain successor and the heads of its child nodes (≤ 3, NCCL's
+// NCCL_MAX_TREE_ARITY).
+//
+// Tree t carries chunks t·P .. t·P+P-1 (half of S). Chunk k of a rank goes up (Reduce into the
+// parent) once chunk k arrived from every child, behind its own chunk k-1 on that link; the
+// root broadcasts chunk k (Copy) once every child's chunk k arrived, each rank forwarding it
+// down as soon as it arrived, behind chunk k-1. Per rank and tree, S/2 crosses each incident
+// tree edge in each direction.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gradsync/collective.hpp"
+#include "ring_pass.hpp"
+
+namespace gradsync {
+namespace {
+
+struct RankTree {
+  std::uint32_t root = 0;
+  std::vector<std::uint32_t> parent;                 // kNoRank for the root
+  std::vector<std::vector<std::uint32_t>> children;  // chain successor first
+  std::vector<std::uint32_t> order;                  // breadth-first from the root
+  std::uint32_t height = 0;                          // edges from root to the deepest rank
+};
+
+RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain_down) {
+  const auto nodes = static_cast<std::uint32_t>(nodes_tree.parent.size());
+  const std::uint32_t ranks = nodes * ppn;
+  const auto rank_of = [&](std::uint32_t node, std::uint32_t chain_pos) {
+    return node * ppn + (chain_down ? chain_pos : ppn - 1 - chain_pos);
+  };
+  RankTree tree;
+  tree.parent.assign(ranks, kNoRank);
+  tree.children.assign(ranks, {});
+  for (std::uint32_t node = 0; node < nodes; ++node) {
+    for (std::uint32_t pos = 1; pos < ppn; ++pos) {
+      tree.parent[rank_of(node, pos)] = rank_of(node, pos - 1);
+      tree.children[rank_of(node, pos - 1)].push_back(rank_of(node, pos));
+    }
+    const std::uint32_t head = rank_of(node, 0);
+    if (nodes_tree.parent[node] != kNoRank)
+      tree.parent[head] = rank_of(nodes_tree.parent[node], 0);
+    for (const std::uint32_t child : nodes_tree.children[node])
+      if (child != kNoRank) tree.children[head].push_back(rank_of(child, 0));
+  }
+  tree.root = rank_of(nodes_tree.root, 0);
+  std::vector<std::uint32_t> depth(ranks, 0);
+  tree.order.reserve(ranks);
+  tree.order.push_back(tree.root);
+  for (std::size_t i = 0; i < tree.order.size(); ++i) {
+    const std::uint32_t r = tree.order[i];
+    for (const std::uint32_t c : tree.children[r]) {
+      depth[c] = depth[r] + 1;
+      tree.height = std::max(tree.height, depth[c]);
+      tree.order.push_back(c);
+    }
+  }
+  return tree;
+}
+
+}  // namespace
+
+Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& options) {
+  constexpr const char* kPlanner = "plan_tree_allreduce";
+  const std::uint32_t ppn = options.ranks_per_node;
+  const std::uint32_t pipeline = options.pipeline;
+  detail::require(ranks >= 1, kPlanner, "needs at least one rank");
+  detail::require(ppn >= 1 && ranks % ppn == 0, kPlanner,
+                  fmt::format("ranks_per_node {} does not divide {} ranks", ppn, ranks));
+  detail::require(pipeline >= 1, kPlanner, "pipeline must be at least 1");
+  detail::require(bytes.bytes() >= 0.0, kPlanner, "negative size");
+  detail::require(std::uint64_t{ranks} * pipeline * 4 < kNoTransfer, kPlanner,
+                  "too large a plan");
+
+  const std::array<BinaryTree, 2> node_trees = build_double_binary_tree(ranks / ppn);
+  const std::array<RankTree, 2> trees{hang_chains(node_trees[0], ppn, true),
+                                      hang_chains(node_trees[1], ppn, false)};
+
+  Plan plan;
+  plan.op = CollectiveOp::AllReduce;
+  plan.algorithm = Algorithm::Tree;
+  plan.ranks = ranks;
+  plan.contributors = ranks;
+  plan.total_bytes = bytes;
+  plan.chunk_bytes = split_bytes(bytes, 2 * pipeline);
+  plan.steps = 2 * std::max(trees[0].height, trees[1].height);
+  plan.channels = 2;
+  plan.transfers.reserve(std::size_t{4} * (ranks - 1) * pipeline);
+
+  // Per tree: the transfer that carried the current/previous chunk up from each rank, and
+  // down into each rank (a rank has one parent, so both are indexed by the child rank).
+  std::array<std::vector<TransferId>, 2> up_prev, up_cur, down_prev, down_cur;
+  for (std::size_t t = 0; t < 2; ++t) {
+    up_prev[t].assign(ranks, kNoTransfer);
+    up_cur[t].assign(ranks, kNoTransfer);
+    down_prev[t].assign(ranks, kNoTransfer);
+    down_cur[t].assign(ranks, kNoTransfer);
+  }
+  std::vector<TransferId> deps;
+  for (std::uint32_t k = 0; k < pipeline; ++k) {
+    for (std::uint32_t t = 0; t < 2; ++t) {
+      const RankTree& tree = trees[t];
+      const std::uint32_t chunk = t * pipeline + k;
+      const auto channel = static_cast<std::uint8_t>(t);
+      // Reduce up, deepest ranks first.
+      for (auto it = tree.order.rbegin(); it != tree.order.rend(); ++it) {
+        const std::uint32_t r = *it;
+        if (r == tree.root) continue;
+        deps.clear();
+        for (const std::uint32_t c : tree.children[r]) deps.push_back(up_cur[t][c]);
+        deps.push_back(up_prev[t][r]);
+        up_cur[t][r] = plan.add(r, tree.parent[r], chunk, TransferKind::Reduce, deps, channel);
+      }
+      // Broadcast down, root first.
+      for (const std::uint32_t r : tree.order) {
+        for (const std::uint32_t c : tree.children[r]) {
+          deps.clear();
+          if (r == tree.root) {
+            for (const std::uint32_t rc : tree.children[r]) deps.push_back(up_cur[t][rc]);
+          } else {
+            deps.push_back(down_cur[t][r]);
+          }
+          deps.push_back(down_prev[t][c]);
+          down_cur[t][c] = plan.add(r, c, chunk, TransferKind::Copy, deps, channel);
+        }
+      }
+      std::swap(up_prev[t], up_cur[t]);
+      std::swap(down_prev[t], down_cur[t]);
+    }
+  }
+  return plan;
+}
+
+}  // namespace gradsync

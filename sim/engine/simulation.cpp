@@ -1,0 +1,214 @@
+// Plan replay on SimGrid (see engine.hpp). No actors: every transfer is a Comm started with
+// Comm::sendto_init()/start() from Activity::on_completion callbacks, and forgotten as soon
+// as it completes, so memory follows the flows in flight, not the plan's length.
+#include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "gradsync/engine.hpp"
+#include "gradsync/platform.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace gradsync {
+
+namespace {
+
+std::uint64_t pair_key(DeviceId a, DeviceId b) {
+  return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+}
+
+}  // namespace
+
+struct Simulation::Impl {
+  const Topology* topology = nullptr;
+  Router router;
+  std::vector<std::string> args_storage;
+  std::vector<char*> argv;
+  int argc = 0;
+  std::unique_ptr<sg4::Engine> engine;
+  Platform platform;
+  bool built = false;
+  std::uint64_t ecmp_seed = 0;
+
+  // Latency multiplier per device pair for the run in progress (flow fidelity charges the
+  // algorithm's step count on every flow); absent = 1.
+  std::unordered_map<std::uint64_t, double> latency_multiplier;
+
+  // The run in progress.
+  const Plan* plan = nullptr;
+  const std::vector<DeviceId>* ranks = nullptr;
+  std::vector<std::uint32_t> pending;        // unresolved dependencies per transfer
+  std::vector<std::uint32_t> succ_offset;    // CSR: successors of transfer t are
+  std::vector<TransferId> succ;              //   succ[succ_offset[t] .. succ_offset[t+1])
+  std::unordered_map<const sg4::Activity*, std::pair<sg4::CommPtr, TransferId>> in_flight;
+  std::vector<sg4::CommPtr> retired;         // the last completed Comm (see on_complete)
+  std::vector<TransferId> ready;             // worklist for zero-time (same-device) transfers
+  double last_arrival = 0.0;
+  std::size_t started = 0;
+  // Flow fidelity: one flow per pair; completions count down.
+  bool flow_mode = false;
+  std::size_t flows_left = 0;
+
+  Impl(const Topology& topo, const std::vector<std::string>& simgrid_args, std::uint64_t seed)
+      : topology(&topo), router(topo), ecmp_seed(seed) {
+    args_storage.emplace_back("gradsync");
+    args_storage.emplace_back("--log=root.thresh:warning");  // no SimGrid chatter on stderr
+    args_storage.insert(args_storage.end(), simgrid_args.begin(), simgrid_args.end());
+    for (auto& a : args_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    argc = static_cast<int>(args_storage.size());
+    engine = std::make_unique<sg4::Engine>(&argc, argv.data());
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { on_complete(a); });
+  }
+
+  void build(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
+    if (built) throw std::logic_error("Simulation::build called twice");
+    PlatformOptions options;
+    options.ecmp_seed = ecmp_seed;
+    options.latency_model = [this](Bytes, DeviceId src, DeviceId dst, Seconds route_latency) {
+      const auto it = latency_multiplier.find(pair_key(src, dst));
+      return it == latency_multiplier.end() ? route_latency : route_latency * it->second;
+    };
+    platform = build_platform(*engine, *topology, router, pairs, options);
+    built = true;
+  }
+
+  void start_comm(DeviceId src, DeviceId dst, Bytes bytes, TransferId id) {
+    auto comm = sg4::Comm::sendto_init(platform.device_hosts.at(src), platform.device_hosts.at(dst));
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes.bytes())));
+    in_flight.emplace(comm.get(), std::make_pair(comm, id));
+    ++started;
+    comm->start();
+  }
+
+  void start_transfer(TransferId id) {
+    const Transfer& t = plan->transfers[id];
+    const DeviceId src = (*ranks)[t.src];
+    const DeviceId dst = (*ranks)[t.dst];
+    if (src == dst) {
+      ready.push_back(id);  // same GPU: no network, completes at once
+      return;
+    }
+    start_comm(src, dst, plan->bytes_of(t), id);
+  }
+
+  void release(TransferId id) {
+    ready.push_back(id);
+    drain();
+  }
+
+  // Marks `ready` transfers complete and starts successors whose dependencies are all met.
+  void drain() {
+    while (!ready.empty()) {
+      const TransferId done = ready.back();
+      ready.pop_back();
+      last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
+      for (std::uint32_t i = succ_offset[done]; i < succ_offset[done + 1]; ++i) {
+        const TransferId s = succ[i];
+        if (--pending[s] == 0) start_transfer(s);
+      }
+    }
+  }
+
+  void on_complete(const sg4::Activity& activity) {
+    const auto it = in_flight.find(&activity);
+    if (it == in_flight.end()) return;
+    const TransferId id = it->second.second;
+    // SimGrid still uses this Comm after the callback returns: keep it until the next
+    // completion (by then its handling is over), so at most one finished Comm stays alive.
+    retired.clear();
+    retired.push_back(std::move(it->second.first));
+    in_flight.erase(it);
+    if (flow_mode) {
+      last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
+      --flows_left;
+      return;
+    }
+    ready.push_back(id);
+    drain();
+  }
+
+  PlanTiming run(const Plan& p, const std::vector<DeviceId>& rank_devices, Fidelity requested) {
+    if (!built) build(device_pairs(p, rank_devices));
+    if (rank_devices.size() < p.ranks)
+      throw std::logic_error("Simulation::run_plan: fewer devices than ranks");
+    plan = &p;
+    ranks = &rank_devices;
+    started = 0;
+    const double t0 = sg4::Engine::get_clock();
+    last_arrival = t0;
+    const Fidelity fidelity = resolve_fidelity(requested, p);
+    if (fidelity == Fidelity::Flow)
+      run_flows(p, rank_devices);
+    else
+      run_steps(p);
+    if (!in_flight.empty() || !ready.empty())
+      throw std::logic_error("Simulation::run_plan: transfers left unfinished");
+    plan = nullptr;
+    ranks = nullptr;
+    return PlanTiming{Seconds(last_arrival - t0), fidelity, started};
+  }
+
+  void run_steps(const Plan& p) {
+    flow_mode = false;
+    latency_multiplier.clear();
+    const std::size_t n = p.transfers.size();
+    pending.assign(n, 0);
+    succ_offset.assign(n + 1, 0);
+    for (TransferId id = 0; id < n; ++id)
+      p.for_each_dep(id, [&](TransferId d) {
+        ++pending[id];
+        ++succ_offset[d + 1];
+      });
+    for (std::size_t i = 0; i < n; ++i) succ_offset[i + 1] += succ_offset[i];
+    succ.assign(succ_offset[n], 0);
+    std::vector<std::uint32_t> fill(succ_offset.begin(), succ_offset.end() - 1);
+    for (TransferId id = 0; id < n; ++id)
+      p.for_each_dep(id, [&](TransferId d) { succ[fill[d]++] = id; });
+    for (TransferId id = 0; id < n; ++id)
+      if (pending[id] == 0) start_transfer(id);
+    drain();
+    engine->run();
+    drain();
+  }
+
+  void run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices) {
+    flow_mode = true;
+    std::map<std::pair<DeviceId, DeviceId>, double> bytes;
+    for (const Transfer& t : p.transfers) {
+      const DeviceId a = rank_devices[t.src];
+      const DeviceId b = rank_devices[t.dst];
+      if (a != b) bytes[{a, b}] += p.bytes_of(t).bytes();
+    }
+    latency_multiplier.clear();
+    const double steps = std::max<std::uint32_t>(p.steps, 1);
+    for (const auto& [pair, b] : bytes) latency_multiplier[pair_key(pair.first, pair.second)] = steps;
+    flows_left = bytes.size();
+    for (const auto& [pair, b] : bytes) start_comm(pair.first, pair.second, Bytes(b), kNoTransfer);
+    engine->run();
+    latency_multiplier.clear();
+  }
+};
+
+Simulation::Simulation(const Topology& topology, const std::vector<std::string>& simgrid_args,
+                       std::uint64_t ecmp_seed)
+    : impl_(std::make_unique<Impl>(topology, simgrid_args, ecmp_seed)) {}
+
+Simulation::~Simulation() = default;
+
+void Simulation::build(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
+  impl_->build(pairs);
+}
+
+PlanTiming Simulation::run_plan(const Plan& plan, const std::vector<DeviceId>& rank_devices,
+                                Fidelity fidelity) {
+  return impl_->run(plan, rank_devices, fidelity);
+}
+
+}  // namespace gradsync

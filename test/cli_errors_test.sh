@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# CLI contract for bad input (DESIGN.md §6, STYLE.md rule 4): every bad topology file makes
+# `gradsync topo FILE` exit 2 with exactly one line on stderr, "FILE:LINE:COL: error: ...",
+# at the position and with the words that the file's first line announces:
+#
+#   # expect: LINE:COL: a distinctive part of the message
+#
+# (test/config_errors_test.cpp reads the same headers, so both tests share one source of truth.)
+# Nothing goes to stdout, and nothing may crash or hang (each run is limited to 20 s).
+#
+# Usage: GRADSYNC=/path/to/gradsync bash test/cli_errors_test.sh test/data/bad
+set -u
+
+dir=${1:?usage: GRADSYNC=/path/to/gradsync $0 DIR_OF_BAD_YAML}
+gradsync=${GRADSYNC:?set GRADSYNC to the gradsync executable}
+limit=20
+if [[ ! -x $gradsync ]]; then
+  printf 'FAIL: GRADSYNC=%s is not an executable\n0 passed, 1 failed\n' "$gradsync"
+  exit 1
+fi
+
+passed=0
+failed=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL %s: %s\n' "$1" "$2"; }
+
+# run NAME ARGS...: runs gradsync with a time limit; sets rc, out, err.
+run() {
+  local name=$1
+  shift
+  timeout "$limit" "$gradsync" "$@" >"$work/out" 2>"$work/err" </dev/null
+  rc=$?
+  out=$(cat "$work/out")
+  err=$(cat "$work/err")
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    fail "$name" "timed out after ${limit}s"
+    return 1
+  fi
+  return 0
+}
+
+# True when stderr holds exactly one newline-terminated, non-empty line.
+one_line_on_stderr() {
+  [[ $(wc -l <"$work/err") -eq 1 && -s "$work/err" && -z $(tail -c1 "$work/err") ]]
+}
+
+# check_error NAME PREFIX [SUBSTRING]: exit 2, stdout empty, one stderr line that starts with
+# PREFIX (taken literally) and contains SUBSTRING.
+check_error() {
+  local name=$1 prefix=$2 substring=${3:-}
+  if [[ $rc -ne 2 ]]; then
+    fail "$name" "exit code $rc, expected 2 (stderr: ${err:0:300})"
+  elif [[ -n $out ]]; then
+    fail "$name" "stdout is not empty: ${out:0:200}"
+  elif ! one_line_on_stderr; then
+    fail "$name" "stderr is not exactly one line: ${err:0:300}"
+  elif [[ $err != "$prefix"* ]]; then
+    fail "$name" "stderr does not start with '$prefix': $err"
+  elif [[ $err != *"$substring"* ]]; then
+    fail "$name" "message lacks '$substring': $err"
+  else
+    pass "$name"
+  fi
+}
+
+shopt -s nullglob
+files=("$dir"/*.yaml)
+if [[ ${#files[@]} -eq 0 ]]; then
+  fail "$dir" "no *.yaml files found"
+fi
+
+for file in "${files[@]}"; do
+  name=$(basename "$file" .yaml)
+  header=$(head -n 1 "$file")
+  if [[ ! $header =~ ^\#\ expect:\ ([0-9]+):([0-9]+):\ (.+)$ ]]; then
+    fail "$name" "first line is not '# expect: LINE:COL: substring'"
+    continue
+  fi
+  line=${BASH_REMATCH[1]}
+  col=${BASH_REMATCH[2]}
+  substring=${BASH_REMATCH[3]}
+  run "$name" topo "$file" || continue
+  check_error "$name" "$file:$line:$col: error: " "$substring"
+done
+
+# A file that does not exist: no position, just "FILE: error: ...".
+missing="$dir/does-not-exist.yaml"
+if run "missing file" topo "$missing"; then
+  check_error "missing file" "$missing: error: " ""
+fi
+
+# A directory where a file is expected.
+if run "directory as topology" topo "$dir"; then
+  check_error "directory as topology" "$dir: error: " ""
+fi
+
+# Usage errors exit 2 as well (CLI11 may print a usage hint, so only the exit code is checked,
+# plus: nothing on stdout, something on stderr).
+check_usage() {
+  local name=$1
+  if [[ $rc -ne 2 ]]; then
+    fail "$name" "exit code $rc, expected 2 (stderr: ${err:0:300})"
+  elif [[ -z $err ]]; then
+    fail "$name" "nothing on stderr"
+  else
+    pass "$name"
+  fi
+}
+if run "topo without a file" topo; then check_usage "topo without a file"; fi
+if run "unknown subcommand" bogus; then check_usage "unknown subcommand"; fi
+if run "no subcommand"; then check_usage "no subcommand"; fi
+if [[ ${#files[@]} -gt 0 ]] && run "unknown option" topo "${files[0]}" --no-such-option; then
+  check_usage "unknown option"
+fi
+
+printf '%d passed, %d failed\n' "$passed" "$failed"
+[[ $failed -eq 0 && $passed -gt 0 ]]

@@ -1,0 +1,813 @@
+// Collective planners and the plan checker. Every planner, over many rank counts, channels and
+// pipeline depths, must produce a plan that check_plan() accepts (every rank ends with the
+// right contributions, no races, no double counting), with the per-rank bytes and step counts
+// of its closed form (sim/collective/README.md). The dependency depth of each plan (its length
+// in transfers, each counted as one unit of time) shows pipelining: a pipelined tree takes
+// 2·height + P - 1 units, not 2·height·P. Then check_plan() itself is shown to reject broken
+// plans: a missing dependency, a contribution counted twice, a rank missing a chunk, ...
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gradsync/collective.hpp"
+#include "gradsync/units.hpp"
+
+using namespace gradsync;
+using namespace gradsync::literals;
+
+namespace {
+
+constexpr std::array<std::uint32_t, 8> kRankCounts{1, 2, 3, 4, 7, 8, 16, 64};
+
+// Longest dependency chain, counting each transfer as one time unit.
+std::uint32_t dependency_depth(const Plan& plan) {
+  std::vector<std::uint32_t> finish(plan.transfers.size(), 0);
+  std::uint32_t depth = 0;
+  for (TransferId id = 0; id < plan.transfers.size(); ++id) {
+    std::uint32_t start = 0;
+    plan.for_each_dep(id, [&](TransferId d) { start = std::max(start, finish[d]); });
+    finish[id] = start + 1;
+    depth = std::max(depth, finish[id]);
+  }
+  return depth;
+}
+
+std::size_t dependency_count(const Plan& plan, TransferId id) {
+  std::size_t n = 0;
+  plan.for_each_dep(id, [&](TransferId) { ++n; });
+  return n;
+}
+
+double total(const std::vector<Bytes>& per_rank) {
+  double sum = 0.0;
+  for (const Bytes b : per_rank) sum += b.bytes();
+  return sum;
+}
+
+std::uint32_t ceil_log2(std::uint32_t n) {
+  std::uint32_t bits = 0;
+  while ((std::uint32_t{1} << bits) < n) ++bits;
+  return bits;
+}
+
+#define REQUIRE_PLAN_OK(plan)                    \
+  do {                                           \
+    const PlanCheck check_ = check_plan(plan);   \
+    INFO(check_.problem);                        \
+    REQUIRE(check_.ok);                          \
+  } while (false)
+
+}  // namespace
+
+// ---- ring ----------------------------------------------------------------------------------
+
+TEST_CASE("ring allreduce: 2(n-1) steps, 2(n-1)/n·S per rank, correct for every n") {
+  for (const std::uint32_t n : kRankCounts) {
+    for (const std::uint32_t channels : {1U, 2U, 4U}) {
+      for (const std::uint32_t pipeline : {1U, 3U}) {
+        CAPTURE(n);
+        CAPTURE(channels);
+        CAPTURE(pipeline);
+        // A size that splits evenly, so the byte counts are exact.
+        const Bytes s{4096.0 * n * channels * pipeline};
+        const Plan plan = plan_ring_allreduce(n, s, {.channels = channels, .pipeline = pipeline});
+        REQUIRE_PLAN_OK(plan);
+        CHECK(plan.op == CollectiveOp::AllReduce);
+        CHECK(plan.algorithm == Algorithm::Ring);
+        CHECK(plan.steps == 2 * (n - 1));
+        CHECK(plan.channels == channels);
+        CHECK(plan.chunks() == std::size_t{n} * channels * pipeline);
+        CHECK(plan.transfers.size() == std::size_t{2} * (n - 1) * n * channels * pipeline);
+        // Lanes are independent rings: the dependency depth is 2(n-1) whatever the pipeline.
+        CHECK(dependency_depth(plan) == 2 * (n - 1));
+        const double per_rank = 2.0 * (n - 1) / n * s.bytes();
+        for (const Bytes b : plan.bytes_sent_per_rank()) CHECK(b.bytes() == per_rank);
+        for (const Bytes b : plan.bytes_received_per_rank()) CHECK(b.bytes() == per_rank);
+        // Every channel carries 1/channels of the traffic.
+        std::vector<double> per_channel(channels, 0.0);
+        for (const Transfer& t : plan.transfers) per_channel[t.channel] += plan.bytes_of(t).bytes();
+        for (const double b : per_channel) CHECK(b == doctest::Approx(n * per_rank / channels));
+        // Each transfer waits for at most the data and the previous send on its link.
+        for (TransferId id = 0; id < plan.transfers.size(); ++id)
+          CHECK(dependency_count(plan, id) <= 2);
+      }
+    }
+  }
+}
+
+TEST_CASE("ring allreduce: the ring is 0 → 1 → … → n-1 → 0 and step 1 follows step 0") {
+  const Plan plan = plan_ring_allreduce(4, 4_KiB);
+  for (const Transfer& t : plan.transfers) CHECK(t.dst == (t.src + 1) % 4);
+  // Rank 1's first send reduces block 0 into rank 2; its second forwards block 3, which it
+  // received from rank 0 in step 0.
+  const Transfer& second = plan.transfers[4 + 1];
+  CHECK(second.src == 1);
+  CHECK(second.chunk == 3);
+  CHECK(second.kind == TransferKind::Reduce);
+  CHECK(plan.transfers[second.dep0].src == 0);
+  CHECK(plan.transfers[second.dep0].chunk == 3);
+  CHECK(plan.transfers[second.dep1].src == 1);  // previous send on the same link
+  // The all-gather copies.
+  CHECK(plan.transfers.back().kind == TransferKind::Copy);
+}
+
+TEST_CASE("ring reduce-scatter and all-gather: n-1 steps, (n-1)/n·S per rank") {
+  for (const std::uint32_t n : kRankCounts) {
+    for (const std::uint32_t channels : {1U, 3U}) {
+      for (const std::uint32_t pipeline : {1U, 2U}) {
+        CAPTURE(n);
+        CAPTURE(channels);
+        CAPTURE(pipeline);
+        const Bytes s{1024.0 * n * channels * pipeline};
+        const double per_rank = (n - 1.0) / n * s.bytes();
+        for (const Plan& plan :
+             {plan_ring_reduce_scatter(n, s, {.channels = channels, .pipeline = pipeline}),
+              plan_ring_allgather(n, s, {.channels = channels, .pipeline = pipeline})}) {
+          CAPTURE(to_string(plan.op));
+          REQUIRE_PLAN_OK(plan);
+          CHECK(plan.steps == n - 1);
+          CHECK(dependency_depth(plan) == n - 1);
+          REQUIRE(plan.chunk_owner.size() == plan.chunks());
+          // Rank r owns block r: chunks r·C·P .. (r+1)·C·P - 1.
+          for (std::size_t c = 0; c < plan.chunks(); ++c)
+            CHECK(plan.chunk_owner[c] == c / (channels * pipeline));
+          for (const Bytes b : plan.bytes_sent_per_rank()) CHECK(b.bytes() == per_rank);
+          for (const Bytes b : plan.bytes_received_per_rank()) CHECK(b.bytes() == per_rank);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ring broadcast and reduce: a pipelined chain, n-1 + P-1 deep") {
+  for (const std::uint32_t n : kRankCounts) {
+    for (const std::uint32_t pipeline : {1U, 4U}) {
+      for (const std::uint32_t root : {0U, n / 2, n - 1}) {
+        CAPTURE(n);
+        CAPTURE(pipeline);
+        CAPTURE(root);
+        const Bytes s{1000.0 * pipeline * 2};
+        const Plan bcast = plan_ring_broadcast(n, root, s, {.channels = 2, .pipeline = pipeline});
+        const Plan reduce = plan_ring_reduce(n, root, s, {.channels = 2, .pipeline = pipeline});
+        REQUIRE_PLAN_OK(bcast);
+        REQUIRE_PLAN_OK(reduce);
+        for (const Plan* plan : {&bcast, &reduce}) {
+          CHECK(plan->steps == n - 1);
+          CHECK(plan->transfers.size() == std::size_t{n - 1} * 2 * pipeline);
+          CHECK(dependency_depth(*plan) == (n == 1 ? 0 : n - 1 + pipeline - 1));
+        }
+        // Broadcast: every rank but root-1 (the chain's end) sends S; every rank but the root
+        // receives S. Reduce: every rank but the root sends S; every rank but root+1 receives S.
+        const auto sent_b = bcast.bytes_sent_per_rank();
+        const auto recv_b = bcast.bytes_received_per_rank();
+        const auto sent_r = reduce.bytes_sent_per_rank();
+        const auto recv_r = reduce.bytes_received_per_rank();
+        for (std::uint32_t r = 0; r < n; ++r) {
+          const bool chain_end = r == (root + n - 1) % n;
+          const bool chain_start = r == (root + 1) % n;
+          CHECK(sent_b[r].bytes() == (n > 1 && !chain_end ? s.bytes() : 0.0));
+          CHECK(recv_b[r].bytes() == (r != root ? s.bytes() : 0.0));
+          CHECK(sent_r[r].bytes() == (r != root ? s.bytes() : 0.0));
+          CHECK(recv_r[r].bytes() == (n > 1 && !chain_start ? s.bytes() : 0.0));
+        }
+      }
+    }
+  }
+}
+
+// ---- double binary tree -------------------------------------------------------------------
+
+TEST_CASE("double binary tree: both trees span the nodes, NCCL's roots and shapes") {
+  for (std::uint32_t nodes = 1; nodes <= 130; ++nodes) {
+    CAPTURE(nodes);
+    const auto trees = build_double_binary_tree(nodes);
+    CHECK(trees[0].root == 0);
+    CHECK(trees[1].root == (nodes % 2 == 1 && nodes > 1 ? 1U : nodes - 1));
+    for (const BinaryTree& tree : trees) {
+      CHECK(tree.parent[tree.root] == kNoRank);
+      // Parent and child links agree, and every node is reached from the root.
+      std::size_t edges = 0;
+      for (std::uint32_t v = 0; v < nodes; ++v) {
+        for (const std::uint32_t c : tree.children[v]) {
+          if (c == kNoRank) continue;
+          ++edges;
+          CHECK(tree.parent[c] == v);
+        }
+        if (v != tree.root) {
+          REQUIRE(tree.parent[v] < nodes);
+          const auto& siblings = tree.children[tree.parent[v]];
+          CHECK((siblings[0] == v || siblings[1] == v));
+        }
+      }
+      CHECK(edges == nodes - 1);
+      std::vector<std::uint32_t> depth(nodes, 0);
+      std::vector<std::uint32_t> order{tree.root};
+      std::uint32_t height = 0;
+      for (std::size_t i = 0; i < order.size(); ++i)
+        for (const std::uint32_t c : tree.children[order[i]])
+          if (c != kNoRank) {
+            depth[c] = depth[order[i]] + 1;
+            height = std::max(height, depth[c]);
+            order.push_back(c);
+          }
+      CHECK(order.size() == nodes);
+      CHECK(height == ceil_log2(nodes));
+      // The root has a single child, as in NCCL.
+      CHECK(tree.children[tree.root][1] == kNoRank);
+    }
+  }
+  // NCCL's illustration for 14 ranks: 0 → 8 → {4, 12}, 12 → {10, 13}.
+  const auto t14 = build_double_binary_tree(14);
+  CHECK(t14[0].children[0] == std::array<std::uint32_t, 2>{8, kNoRank});
+  CHECK(t14[0].children[8] == std::array<std::uint32_t, 2>{4, 12});
+  CHECK(t14[0].children[12] == std::array<std::uint32_t, 2>{10, 13});
+  CHECK(t14[0].parent[13] == 12);
+}
+
+TEST_CASE("double binary tree: with an even node count each node forwards in at most one tree") {
+  for (std::uint32_t nodes = 2; nodes <= 128; nodes += 2) {
+    CAPTURE(nodes);
+    const auto trees = build_double_binary_tree(nodes);
+    for (std::uint32_t v = 0; v < nodes; ++v) {
+      const bool interior0 = trees[0].children[v][0] != kNoRank;
+      const bool interior1 = trees[1].children[v][0] != kNoRank;
+      CHECK(!(interior0 && interior1));
+    }
+  }
+  // With an odd count the shifted tree makes node 0 interior in both (NCCL accepts this).
+  const auto odd = build_double_binary_tree(13);
+  CHECK(odd[0].children[0][0] != kNoRank);
+  CHECK(odd[1].children[0][0] != kNoRank);
+}
+
+TEST_CASE("tree allreduce: correct, 2·height steps, pipelined to 2·height + P - 1") {
+  for (const std::uint32_t n : kRankCounts) {
+    for (const std::uint32_t ppn : {1U, 2U, 4U, 8U}) {
+      if (n % ppn != 0) continue;
+      for (const std::uint32_t pipeline : {1U, 4U}) {
+        CAPTURE(n);
+        CAPTURE(ppn);
+        CAPTURE(pipeline);
+        const std::uint32_t nodes = n / ppn;
+        const Bytes s{2048.0 * pipeline};
+        const Plan plan =
+            plan_tree_allreduce(n, s, {.ranks_per_node = ppn, .pipeline = pipeline});
+        REQUIRE_PLAN_OK(plan);
+        CHECK(plan.algorithm == Algorithm::Tree);
+        CHECK(plan.channels == 2);
+        const std::uint32_t height = n == 1 ? 0 : ceil_log2(nodes) + ppn - 1;
+        CHECK(plan.steps == 2 * height);
+        CHECK(dependency_depth(plan) == (n == 1 ? 0 : 2 * height + pipeline - 1));
+        // Each tree is a spanning tree over the ranks, S/2 each way on each of its n-1 edges:
+        // 2(n-1)·S in all, like a ring. Every rank sends what it receives.
+        CHECK(plan.transfers.size() == std::size_t{4} * (n - 1) * pipeline);
+        CHECK(total(plan.bytes_sent_per_rank()) == 2.0 * (n - 1) * s.bytes());
+        const auto sent = plan.bytes_sent_per_rank();
+        const auto received = plan.bytes_received_per_rank();
+        for (std::uint32_t r = 0; r < n; ++r) CHECK(sent[r] == received[r]);
+        // Tree 0 carries the first half of the data, tree 1 the second.
+        for (const Transfer& t : plan.transfers) CHECK(t.channel == t.chunk / pipeline);
+        // Tree 1's chain runs the other way: with several ranks per node, the two trees'
+        // inter-node traffic leaves from local 0 and local ppn-1.
+        for (const Transfer& t : plan.transfers) {
+          if (t.src / ppn == t.dst / ppn) continue;
+          const std::uint32_t head = t.channel == 0 ? 0 : ppn - 1;
+          CHECK(t.src % ppn == head);
+          CHECK(t.dst % ppn == head);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("tree allreduce, one rank per node, power of two: ends send S, the rest 2S") {
+  for (const std::uint32_t n : {2U, 4U, 8U, 16U, 64U}) {
+    CAPTURE(n);
+    const Bytes s = 64_KiB;
+    const Plan plan = plan_tree_allreduce(n, s, {.pipeline = 8});
+    REQUIRE_PLAN_OK(plan);
+    const auto sent = plan.bytes_sent_per_rank();
+    const auto received = plan.bytes_received_per_rank();
+    for (std::uint32_t r = 0; r < n; ++r) {
+      const double expected = (r == 0 || r == n - 1) ? s.bytes() : 2.0 * s.bytes();
+      CHECK(sent[r].bytes() == expected);
+      CHECK(received[r].bytes() == expected);
+    }
+    // A rank that forwards (receives a reduction from a child) does so in one tree only.
+    std::vector<std::array<bool, 2>> interior(n, {false, false});
+    for (const Transfer& t : plan.transfers)
+      if (t.kind == TransferKind::Reduce) interior[t.dst][t.channel] = true;
+    for (std::uint32_t r = 0; r < n; ++r) CHECK(!(interior[r][0] && interior[r][1]));
+  }
+}
+
+TEST_CASE("tree allreduce: chunk k goes up once chunk k arrived from every child") {
+  // 8 nodes of 2 ranks: node heads have up to 3 children (chain successor and two nodes).
+  const std::uint32_t pipeline = 3;
+  const Plan plan = plan_tree_allreduce(16, 96_KiB, {.ranks_per_node = 2, .pipeline = pipeline});
+  REQUIRE_PLAN_OK(plan);
+  std::size_t max_deps = 0;
+  for (TransferId id = 0; id < plan.transfers.size(); ++id) {
+    const Transfer& t = plan.transfers[id];
+    max_deps = std::max(max_deps, dependency_count(plan, id));
+    if (t.kind != TransferKind::Reduce) continue;
+    // Its dependencies: the same chunk reduced into the sender by each child, and the
+    // sender's previous chunk on this link. Nothing else.
+    std::size_t same_chunk = 0;
+    std::size_t previous_chunk = 0;
+    plan.for_each_dep(id, [&](TransferId d) {
+      const Transfer& dep = plan.transfers[d];
+      CHECK(dep.kind == TransferKind::Reduce);
+      if (dep.chunk == t.chunk) {
+        CHECK(dep.dst == t.src);
+        ++same_chunk;
+      } else {
+        CHECK(dep.chunk + 1 == t.chunk);
+        CHECK(dep.src == t.src);
+        CHECK(dep.dst == t.dst);
+        ++previous_chunk;
+      }
+    });
+    std::size_t children = 0;
+    for (const Transfer& other : plan.transfers)
+      if (other.kind == TransferKind::Reduce && other.dst == t.src && other.chunk == t.chunk)
+        ++children;
+    CHECK(same_chunk == children);
+    CHECK(previous_chunk == (t.chunk % pipeline == 0 ? 0U : 1U));
+  }
+  CHECK(max_deps == 4);  // a node head: 3 children + its previous chunk
+  CHECK(!plan.extra_deps.empty());
+}
+
+// ---- hierarchical --------------------------------------------------------------------------
+
+TEST_CASE("hierarchical allreduce: intra-node ring, per-rail ring across nodes, intra ring") {
+  struct Shape {
+    std::uint32_t ranks;
+    std::uint32_t ppn;
+  };
+  for (const Shape shape : {Shape{1, 1}, Shape{2, 1}, Shape{2, 2}, Shape{3, 1}, Shape{4, 2},
+                            Shape{7, 7}, Shape{7, 1}, Shape{6, 3}, Shape{8, 4}, Shape{8, 8},
+                            Shape{16, 4}, Shape{64, 8}}) {
+    for (const std::uint32_t pipeline : {1U, 2U}) {
+      const std::uint32_t n = shape.ranks;
+      const std::uint32_t ppn = shape.ppn;
+      const std::uint32_t nodes = n / ppn;
+      CAPTURE(n);
+      CAPTURE(ppn);
+      CAPTURE(pipeline);
+      const Bytes s{512.0 * n * pipeline};
+      const Plan plan =
+          plan_hierarchical_allreduce(n, s, {.ranks_per_node = ppn, .pipeline = pipeline});
+      REQUIRE_PLAN_OK(plan);
+      CHECK(plan.algorithm == Algorithm::Hierarchical);
+      CHECK(plan.steps == 2 * (ppn - 1) + 2 * (nodes - 1));
+      CHECK(plan.channels == ppn);
+      CHECK(dependency_depth(plan) == plan.steps);
+      std::vector<double> intra(n, 0.0), inter(n, 0.0);
+      for (const Transfer& t : plan.transfers) {
+        const bool same_node = t.src / ppn == t.dst / ppn;
+        (same_node ? intra : inter)[t.src] += plan.bytes_of(t).bytes();
+        // Across nodes, only ranks of the same rail talk.
+        if (!same_node) CHECK(t.src % ppn == t.dst % ppn);
+      }
+      for (std::uint32_t r = 0; r < n; ++r) {
+        CHECK(intra[r] == doctest::Approx(2.0 * (ppn - 1) / ppn * s.bytes()));
+        CHECK(inter[r] == doctest::Approx(2.0 * (nodes - 1) / nodes * s.bytes() / ppn));
+        CHECK(intra[r] + inter[r] == doctest::Approx(2.0 * (n - 1) / n * s.bytes()));
+      }
+    }
+  }
+}
+
+TEST_CASE("hierarchical allreduce with one rank per node is a ring allreduce") {
+  const Plan hier = plan_hierarchical_allreduce(8, 8_KiB);
+  const Plan ring = plan_ring_allreduce(8, 8_KiB);
+  REQUIRE(hier.transfers.size() == ring.transfers.size());
+  for (std::size_t i = 0; i < ring.transfers.size(); ++i) {
+    CHECK(hier.transfers[i].src == ring.transfers[i].src);
+    CHECK(hier.transfers[i].dst == ring.transfers[i].dst);
+    CHECK(hier.transfers[i].chunk == ring.transfers[i].chunk);
+  }
+}
+
+// ---- parameter server ---------------------------------------------------------------------
+
+TEST_CASE("parameter server, dedicated: workers send and receive S, server j sees n·|shard j|") {
+  for (const std::uint32_t n : kRankCounts) {
+    for (const std::uint32_t k : {1U, 2U, 3U, 4U}) {
+      CAPTURE(n);
+      CAPTURE(k);
+      const Bytes s{1000.0};  // shards 1000/k rounded down, the last takes the rest
+      const Plan plan = plan_parameter_server_allreduce(n, s, {.servers = k});
+      REQUIRE_PLAN_OK(plan);
+      CHECK(plan.algorithm == Algorithm::ParameterServer);
+      CHECK(plan.ranks == n + k);
+      CHECK(plan.contributors == n);
+      CHECK(plan.steps == 2);
+      CHECK(plan.transfers.size() == std::size_t{2} * n * k);
+      const double shard = std::floor(1000.0 / k);
+      for (std::uint32_t j = 0; j < k; ++j) {
+        CHECK(plan.chunk_owner[j] == n + j);
+        CHECK(plan.chunk_bytes[j].bytes() == (j + 1 < k ? shard : 1000.0 - shard * (k - 1)));
+      }
+      const auto sent = plan.bytes_sent_per_rank();
+      const auto received = plan.bytes_received_per_rank();
+      for (std::uint32_t i = 0; i < n; ++i) {
+        CHECK(sent[i].bytes() == s.bytes());
+        CHECK(received[i].bytes() == s.bytes());
+      }
+      for (std::uint32_t j = 0; j < k; ++j) {
+        CHECK(received[n + j].bytes() == n * plan.chunk_bytes[j].bytes());
+        CHECK(sent[n + j].bytes() == n * plan.chunk_bytes[j].bytes());
+      }
+      // Pushes wait for nothing (incast); each pull waits for every push to its server.
+      for (TransferId id = 0; id < plan.transfers.size(); ++id) {
+        const Transfer& t = plan.transfers[id];
+        if (t.kind == TransferKind::Reduce) {
+          CHECK(dependency_count(plan, id) == 0);
+        } else {
+          CHECK(dependency_count(plan, id) == n);
+        }
+      }
+      CHECK(plan.extra_deps.size() == k);  // one shared set per server
+    }
+  }
+}
+
+TEST_CASE("parameter server, colocated: servers are spread workers that skip themselves") {
+  for (const std::uint32_t n : kRankCounts) {
+    for (const std::uint32_t k : {1U, 2U, 3U, 4U}) {
+      if (k > n) continue;
+      CAPTURE(n);
+      CAPTURE(k);
+      const Bytes s{12000.0};
+      const Plan plan = plan_parameter_server_allreduce(
+          n, s, {.servers = k, .placement = ServerPlacement::Colocated});
+      REQUIRE_PLAN_OK(plan);
+      CHECK(plan.ranks == n);
+      CHECK(plan.transfers.size() == std::size_t{2} * (n - 1) * k);
+      const auto sent = plan.bytes_sent_per_rank();
+      const auto received = plan.bytes_received_per_rank();
+      std::vector<double> own(n, 0.0);
+      for (std::uint32_t j = 0; j < k; ++j) {
+        CHECK(plan.chunk_owner[j] == j * n / k);
+        own[plan.chunk_owner[j]] = plan.chunk_bytes[j].bytes();
+      }
+      for (std::uint32_t i = 0; i < n; ++i) {
+        // Push everything but its own shard, pull that shard back to the n-1 others.
+        const double expected = s.bytes() - own[i] + (n - 1) * own[i];
+        CHECK(sent[i].bytes() == expected);
+        CHECK(received[i].bytes() == expected);
+      }
+    }
+  }
+  CHECK_THROWS_AS((void)plan_parameter_server_allreduce(
+                      2, 1_KiB, {.servers = 3, .placement = ServerPlacement::Colocated}),
+                  std::invalid_argument);
+}
+
+// ---- the checker catches broken plans -----------------------------------------------------
+
+TEST_CASE("check_plan rejects a missing dependency as a race") {
+  Plan plan = plan_ring_allreduce(4, 4_KiB);
+  REQUIRE_PLAN_OK(plan);
+  SUBCASE("read after write: a send that does not wait for the data it forwards") {
+    // Step 1 of the reduce-scatter, rank 2: forwards what rank 1 sent it in step 0.
+    Transfer& t = plan.transfers[4 + 2];
+    REQUIRE(plan.transfers[t.dep0].dst == 2);
+    t.dep0 = kNoTransfer;
+    const PlanCheck check = check_plan(plan);
+    CHECK_FALSE(check.ok);
+    CHECK(check.problem.find("race") != std::string::npos);
+    CHECK(check.problem.find("reads rank 2") != std::string::npos);
+  }
+  SUBCASE("write after read: a copy that may land before the old value was sent on") {
+    // Hand-made: rank 0 copies chunk 0 to rank 1 while rank 1 is still sending its own
+    // contribution to rank 2 (nothing orders the two).
+    Plan p;
+    p.op = CollectiveOp::Broadcast;
+    p.ranks = 3;
+    p.contributors = 3;
+    p.total_bytes = 1_KiB;
+    p.chunk_bytes = {1_KiB};
+    p.root = 0;
+    const TransferId a = p.add(0, 1, 0, TransferKind::Copy, {});
+    const TransferId b = p.add(1, 2, 0, TransferKind::Copy, {a});
+    p.add(0, 1, 0, TransferKind::Copy, {});  // overwrites rank 1 while b may still read it
+    (void)b;
+    const PlanCheck check = check_plan(p);
+    CHECK_FALSE(check.ok);
+    CHECK(check.problem.find("may still read") != std::string::npos);
+  }
+  SUBCASE("write after write: a copy racing a reduction into the same chunk") {
+    Plan p;
+    p.op = CollectiveOp::Reduce;
+    p.ranks = 3;
+    p.contributors = 3;
+    p.total_bytes = 1_KiB;
+    p.chunk_bytes = {1_KiB};
+    p.root = 2;
+    p.add(0, 2, 0, TransferKind::Reduce, {});
+    p.add(1, 2, 0, TransferKind::Copy, {});
+    const PlanCheck check = check_plan(p);
+    CHECK_FALSE(check.ok);
+    CHECK(check.problem.find("both write") != std::string::npos);
+  }
+}
+
+TEST_CASE("check_plan accepts concurrent reductions into one chunk") {
+  Plan p;
+  p.op = CollectiveOp::Reduce;
+  p.ranks = 3;
+  p.contributors = 3;
+  p.total_bytes = 1_KiB;
+  p.chunk_bytes = {1_KiB};
+  p.root = 2;
+  p.add(0, 2, 0, TransferKind::Reduce, {});
+  p.add(1, 2, 0, TransferKind::Reduce, {});
+  REQUIRE_PLAN_OK(p);
+}
+
+TEST_CASE("check_plan rejects a contribution reduced twice") {
+  Plan plan = plan_ring_reduce_scatter(3, 3_KiB);
+  REQUIRE_PLAN_OK(plan);
+  // Repeat the last transfer: its data lands in the owner a second time.
+  const Transfer last = plan.transfers.back();
+  plan.add(last.src, last.dst, last.chunk, last.kind,
+           {static_cast<TransferId>(plan.transfers.size() - 1)});
+  const PlanCheck check = check_plan(plan);
+  CHECK_FALSE(check.ok);
+  CHECK(check.problem.find("double counting") != std::string::npos);
+}
+
+TEST_CASE("check_plan rejects a rank that ends without a chunk") {
+  SUBCASE("allreduce missing its last all-gather copy") {
+    Plan plan = plan_ring_allreduce(4, 4_KiB);
+    plan.transfers.pop_back();
+    const PlanCheck check = check_plan(plan);
+    CHECK_FALSE(check.ok);
+    CHECK(check.problem.find("allreduce: rank") != std::string::npos);
+  }
+  SUBCASE("tree allreduce missing one broadcast") {
+    Plan plan = plan_tree_allreduce(8, 8_KiB, {.pipeline = 2});
+    plan.transfers.pop_back();
+    CHECK_FALSE(check_plan(plan).ok);
+  }
+  SUBCASE("parameter server missing one pull") {
+    Plan plan = plan_parameter_server_allreduce(4, 4_KiB, {.servers = 2});
+    plan.transfers.pop_back();
+    CHECK_FALSE(check_plan(plan).ok);
+  }
+  SUBCASE("broadcast that skips a rank") {
+    Plan plan = plan_ring_broadcast(4, 0, 4_KiB);
+    plan.transfers.pop_back();
+    const PlanCheck check = check_plan(plan);
+    CHECK_FALSE(check.ok);
+    CHECK(check.problem.find("broadcast: rank 3") != std::string::npos);
+  }
+  SUBCASE("reduce-scatter whose owner misses a contribution") {
+    Plan plan = plan_ring_reduce_scatter(2, 2_KiB);
+    plan.transfers.pop_back();
+    CHECK_FALSE(check_plan(plan).ok);
+  }
+}
+
+TEST_CASE("check_plan rejects malformed plans") {
+  Plan plan = plan_ring_allreduce(4, 4_KiB);
+  SUBCASE("a dependency that points forward") {
+    plan.transfers[0].dep0 = 5;
+    CHECK(check_plan(plan).problem.find("does not come before") != std::string::npos);
+  }
+  SUBCASE("a transfer to oneself") {
+    plan.transfers[0].dst = plan.transfers[0].src;
+    CHECK(check_plan(plan).problem.find("sends to itself") != std::string::npos);
+  }
+  SUBCASE("a send of a chunk the sender does not hold") {
+    Plan gather = plan_ring_allgather(3, 3_KiB);
+    gather.transfers[0].chunk = 1;  // rank 0 starts with block 0 only
+    CHECK(check_plan(gather).problem.find("does not hold") != std::string::npos);
+  }
+  SUBCASE("chunk sizes that do not add up to the message") {
+    plan.chunk_bytes[0] = Bytes{1.0};
+    CHECK(check_plan(plan).problem.find("add up") != std::string::npos);
+  }
+  SUBCASE("a rank or chunk out of range") {
+    plan.transfers[3].dst = 9;
+    CHECK(check_plan(plan).problem.find("out of range") != std::string::npos);
+  }
+  SUBCASE("a channel the plan does not declare") {
+    plan.transfers[3].channel = 1;
+    CHECK(check_plan(plan).problem.find("channel") != std::string::npos);
+  }
+}
+
+TEST_CASE("check_plan checks a 64-rank, 4-channel ring quickly") {
+  const Plan plan = plan_ring_allreduce(64, 1_GiB, {.channels = 4});
+  const auto start = std::chrono::steady_clock::now();
+  const PlanCheck check = check_plan(plan);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE("check_plan on ", plan.transfers.size(), " transfers: ", seconds * 1e3, " ms");
+  CHECK(check.ok);
+  CHECK(seconds < 1.0);
+}
+
+// ---- the checker agrees with executions in random orders ---------------------------------
+
+namespace {
+
+// Runs `plan` in a random order that honours only its dependencies: a transfer reads its
+// source when it starts and writes its destination when it ends, and other transfers may
+// start and end in between. Returns false if the data ends wrong (or a contribution would be
+// counted twice, or a rank sends a chunk it does not hold). Up to 64 ranks.
+bool random_execution_is_correct(const Plan& plan, std::mt19937& rng) {
+  const std::size_t chunks = plan.chunks();
+  std::vector<std::uint64_t> state(std::size_t{plan.ranks} * chunks, 0);
+  const auto at = [&](std::uint32_t r, std::size_t c) -> std::uint64_t& {
+    return state[r * chunks + c];
+  };
+  const auto bit = [](std::uint32_t r) { return std::uint64_t{1} << r; };
+  switch (plan.op) {
+    case CollectiveOp::AllGather:
+      for (std::size_t c = 0; c < chunks; ++c) at(plan.chunk_owner[c], c) = bit(plan.chunk_owner[c]);
+      break;
+    case CollectiveOp::Broadcast:
+      for (std::size_t c = 0; c < chunks; ++c) at(plan.root, c) = bit(plan.root);
+      break;
+    default:
+      for (std::uint32_t r = 0; r < plan.contributors; ++r)
+        for (std::size_t c = 0; c < chunks; ++c) at(r, c) = bit(r);
+  }
+  const std::size_t n = plan.transfers.size();
+  std::vector<std::vector<TransferId>> dependents(n);
+  std::vector<std::size_t> waiting(n, 0);
+  for (TransferId id = 0; id < n; ++id)
+    plan.for_each_dep(id, [&](TransferId d) {
+      dependents[d].push_back(id);
+      ++waiting[id];
+    });
+  std::vector<TransferId> ready;
+  for (TransferId id = 0; id < n; ++id)
+    if (waiting[id] == 0) ready.push_back(id);
+  std::vector<std::pair<TransferId, std::uint64_t>> in_flight;  // with the data read
+  while (!ready.empty() || !in_flight.empty()) {
+    const std::size_t pick =
+        std::uniform_int_distribution<std::size_t>(0, ready.size() + in_flight.size() - 1)(rng);
+    if (pick < ready.size()) {
+      const TransferId id = ready[pick];
+      ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
+      const Transfer& t = plan.transfers[id];
+      if (at(t.src, t.chunk) == 0) return false;
+      in_flight.emplace_back(id, at(t.src, t.chunk));
+    } else {
+      const std::size_t k = pick - ready.size();
+      const auto [id, data] = in_flight[k];
+      in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(k));
+      const Transfer& t = plan.transfers[id];
+      std::uint64_t& dst = at(t.dst, t.chunk);
+      if (t.kind == TransferKind::Reduce) {
+        if ((dst & data) != 0) return false;
+        dst |= data;
+      } else {
+        dst = data;
+      }
+      for (const TransferId next : dependents[id])
+        if (--waiting[next] == 0) ready.push_back(next);
+    }
+  }
+  std::uint64_t all = 0;
+  for (std::uint32_t r = 0; r < plan.contributors; ++r) all |= bit(r);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    switch (plan.op) {
+      case CollectiveOp::AllReduce:
+        for (std::uint32_t r = 0; r < plan.contributors; ++r)
+          if (at(r, c) != all) return false;
+        break;
+      case CollectiveOp::ReduceScatter:
+        if (at(plan.chunk_owner[c], c) != all) return false;
+        break;
+      case CollectiveOp::Reduce:
+        if (at(plan.root, c) != all) return false;
+        break;
+      case CollectiveOp::AllGather:
+        for (std::uint32_t r = 0; r < plan.ranks; ++r)
+          if (at(r, c) != bit(plan.chunk_owner[c])) return false;
+        break;
+      case CollectiveOp::Broadcast:
+        for (std::uint32_t r = 0; r < plan.ranks; ++r)
+          if (at(r, c) != bit(plan.root)) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+// `plan` with dependency `which` (in for_each_dep order) of transfer `id` removed.
+Plan without_dependency(const Plan& plan, TransferId id, std::size_t which) {
+  std::vector<TransferId> deps;
+  plan.for_each_dep(id, [&](TransferId d) { deps.push_back(d); });
+  deps.erase(deps.begin() + static_cast<std::ptrdiff_t>(which));
+  Plan out = plan;
+  Transfer& t = out.transfers[id];
+  t.dep0 = deps.size() > 0 ? deps[0] : kNoTransfer;
+  t.dep1 = deps.size() > 1 ? deps[1] : kNoTransfer;
+  t.extra_deps = kNoDepSet;
+  if (deps.size() > 2) t.extra_deps = out.add_dep_set({deps.begin() + 2, deps.end()});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plans that check_plan accepts end right in every order the dependencies allow") {
+  std::mt19937 rng(12345);
+  const std::vector<Plan> plans{
+      plan_ring_allreduce(4, 8_KiB, {.channels = 2}),
+      plan_ring_reduce_scatter(5, 5_KiB),
+      plan_ring_allgather(4, 4_KiB, {.pipeline = 2}),
+      plan_ring_broadcast(4, 1, 4_KiB, {.pipeline = 3}),
+      plan_ring_reduce(4, 2, 4_KiB, {.pipeline = 3}),
+      plan_tree_allreduce(8, 8_KiB, {.ranks_per_node = 2, .pipeline = 2}),
+      plan_tree_allreduce(6, 8_KiB, {.pipeline = 3}),
+      plan_hierarchical_allreduce(8, 8_KiB, {.ranks_per_node = 2, .pipeline = 2}),
+      plan_hierarchical_allreduce(9, 9_KiB, {.ranks_per_node = 3}),
+      plan_parameter_server_allreduce(4, 4_KiB, {.servers = 2}),
+      plan_parameter_server_allreduce(
+          5, 4_KiB, {.servers = 2, .placement = ServerPlacement::Colocated}),
+  };
+  for (const Plan& plan : plans) {
+    CAPTURE(to_string(plan.op));
+    CAPTURE(to_string(plan.algorithm));
+    CAPTURE(plan.ranks);
+    REQUIRE_PLAN_OK(plan);
+    for (int run = 0; run < 20; ++run) CHECK(random_execution_is_correct(plan, rng));
+    // Drop each dependency in turn. The checker either rejects the plan, or the dependency
+    // was redundant and every order still ends right.
+    std::size_t mutants = 0;
+    std::size_t rejected = 0;
+    for (TransferId id = 0; id < plan.transfers.size(); ++id) {
+      const std::size_t deps = dependency_count(plan, id);
+      for (std::size_t which = 0; which < deps; ++which) {
+        const Plan mutant = without_dependency(plan, id, which);
+        ++mutants;
+        if (!check_plan(mutant).ok) {
+          ++rejected;
+          continue;
+        }
+        CAPTURE(id);
+        CAPTURE(which);
+        for (int run = 0; run < 20; ++run) REQUIRE(random_execution_is_correct(mutant, rng));
+      }
+    }
+    MESSAGE(to_string(plan.algorithm), " ", to_string(plan.op), " n=", plan.ranks, ": ",
+            rejected, " of ", mutants, " dependency removals rejected");
+    CHECK(rejected > 0);
+  }
+}
+
+// ---- arguments and helpers -----------------------------------------------------------------
+
+TEST_CASE("planners reject impossible parameters") {
+  CHECK_THROWS_AS((void)plan_ring_allreduce(0, 1_KiB), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_KiB, {.channels = 0}), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_KiB, {.channels = 257}), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_KiB, {.pipeline = 0}), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_ring_allreduce(4, Bytes{-1.0}), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_ring_broadcast(4, 4, 1_KiB), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_tree_allreduce(6, 1_KiB, {.ranks_per_node = 4}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_hierarchical_allreduce(6, 1_KiB, {.ranks_per_node = 4}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_parameter_server_allreduce(4, 1_KiB, {.servers = 0}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)build_double_binary_tree(0), std::invalid_argument);
+}
+
+TEST_CASE("split_bytes: whole floors, the last part takes the remainder") {
+  const auto parts = split_bytes(Bytes{10.0}, 4);
+  REQUIRE(parts.size() == 4);
+  CHECK(parts[0].bytes() == 2.0);
+  CHECK(parts[2].bytes() == 2.0);
+  CHECK(parts[3].bytes() == 4.0);
+  const auto tiny = split_bytes(Bytes{3.0}, 8);  // fewer bytes than parts: empty pieces
+  CHECK(tiny[0].bytes() == 0.0);
+  CHECK(tiny[7].bytes() == 3.0);
+  CHECK_THROWS_AS((void)split_bytes(Bytes{1.0}, 0), std::invalid_argument);
+}
+
+TEST_CASE("names of operations, algorithms and transfer kinds") {
+  CHECK(to_string(CollectiveOp::AllReduce) == "allreduce");
+  CHECK(to_string(CollectiveOp::ReduceScatter) == "reducescatter");
+  CHECK(to_string(Algorithm::ParameterServer) == "ps");
+  CHECK(to_string(Algorithm::Hierarchical) == "hierarchical");
+  CHECK(to_string(TransferKind::Copy) == "copy");
+}
