@@ -768,9 +768,9 @@ TEST_CASE("plans that check_plan accepts end right in every order the dependenci
         for (int run = 0; run < 20; ++run) REQUIRE(random_execution_is_correct(mutant, rng));
       }
     }
-    MESSAGE(to_string(plan.algorithm), " ", to_string(plan.op), " n=", plan.ranks, ": ",
-            rejected, " of ", mutants, " dependency removals rejected");
-    CHECK(rejected > 0);
+    // Rings: exactly the data dependencies (half); trees 57-67 %; parameter server all.
+    INFO(rejected, " of ", mutants, " dependency removals rejected");
+    CHECK(rejected * 2 >= mutants);
   }
 }
 

@@ -198,6 +198,10 @@ TEST_CASE("unknown keys name the closest valid key") {
     // "nodse" is one deletion from "node", but node: is already there.
     check_error(replace(kTemplate, "nodes: 2", "nodse: 2"), 1, 1, "did you mean 'nodes'?");
   }
+  SUBCASE("two swapped letters are one typo") {
+    // Plain Levenshtein puts "nodse" nearer to "node" (one deletion) than to "nodes" (two).
+    check_error("nodse: 2\n" + kNetwork, 1, 1, "did you mean 'nodes'?");
+  }
   SUBCASE("node") {
     check_error(replace(kTemplate, "nic_bandwidth", "nic_bandwidht"), 6, 3,
                 "unknown key 'nic_bandwidht' in node; did you mean 'nic_bandwidth'?");

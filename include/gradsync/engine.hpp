@@ -8,7 +8,8 @@
 //   flow — all transfers between the same two ranks become one flow carrying their bytes,
 //          started together, each paying `plan.steps` route latencies (the algorithm's latency
 //          term). Exact for rings on symmetric fabrics, orders of magnitude fewer events;
-//   auto — step while the plan has at most kAutoStepTransfers transfers, flow beyond.
+//   auto — step while the plan has at most kAutoStepTransfers transfers and transfers ×
+//          distinct rank pairs stays under kAutoStepWork (the solver's cost), flow beyond.
 // Simulation runs no actors: transfers are SimGrid activities started from completion
 // callbacks, and each is released as soon as it completes (memory follows concurrent flows).
 #pragma once
@@ -30,6 +31,7 @@ enum class Fidelity { Auto, Step, Flow };
 [[nodiscard]] std::string_view to_string(Fidelity fidelity);
 
 inline constexpr std::size_t kAutoStepTransfers = 300'000;
+inline constexpr double kAutoStepWork = 4e6;
 [[nodiscard]] Fidelity resolve_fidelity(Fidelity requested, const Plan& plan);
 
 // Which GPU plays each rank (contention studies depend on it).

@@ -39,11 +39,12 @@ Plan plan_collective(const CollectiveRequest& r) {
     throw std::invalid_argument(fmt::format("{} has no {} algorithm in gradsync",
                                             to_string(r.op), to_string(r.algorithm)));
   };
-  // Tree pipelining: one chunk per MiB per tree, 1..64 (NCCL pipelines trees in chunks of
-  // a few hundred KiB; in a fluid model more chunks only add events past this point).
+  // Tree and chain pipelining: one chunk per MiB per tree, 1..256. NCCL pipelines in chunks of
+  // a few hundred KiB; the pipeline fill costs about (2·height)/P of the bandwidth term, so
+  // 256 chunks keep a 256-rank tree within ~6 % of 2S/B while bounding the event count.
   const auto auto_pipeline = [&](double per_tree_bytes) {
     if (r.pipeline > 0) return r.pipeline;
-    return static_cast<std::uint32_t>(std::clamp(per_tree_bytes / 1048576.0, 1.0, 64.0));
+    return static_cast<std::uint32_t>(std::clamp(per_tree_bytes / 1048576.0, 1.0, 256.0));
   };
   switch (r.algorithm) {
     case Algorithm::Ring: {

@@ -31,18 +31,21 @@ namespace {
 // Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
 // adjacent letters each cost 1, so "nodse" is one typo away from "nodes" (not two).
 std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  // Three rows of the dynamic-programming table: i-2, i-1 and i.
+  std::vector<std::size_t> before(b.size() + 1), previous(b.size() + 1), row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
+    row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      row[j] = std::min({previous[j] + 1, row[j - 1] + 1,
+                         previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        row[j] = std::min(row[j], before[j - 2] + 1);
     }
+    std::swap(before, previous);
+    std::swap(previous, row);
   }
-  return d[a.size()][b.size()];
+  return previous[b.size()];
 }
 
 std::string describe(const YAML::Node& node) {
@@ -131,7 +134,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
   if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
     const std::size_t line_start = text.rfind('\n', nul);
     const std::size_t column = line_start == std::string::npos ? nul : nul - line_start - 1;
-    const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    const auto line =
+        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
     throw ConfigError(SourceMark{file, static_cast<int>(line) + 1, static_cast<int>(column) + 1},
                       "a NUL byte: this is not a text file");
   }

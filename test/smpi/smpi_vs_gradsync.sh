@@ -18,7 +18,8 @@
 # Usage: smpi_vs_gradsync.sh [--smpi-only] [--models] [--ranks "4 16 64"]
 #            [--sizes "1048576 67108864 1073741824"] [--bandwidth-GBps 25] [--latency-us 1]
 #            [--op noop|sum] [--keep DIR]
-#   --models     also run SMPI under smpirun's default model, LV08 and plain CM02, and print
+#   --models     also run SMPI under smpirun's default model, LV08, CM02 and CM02 with
+#                crosstraffic 0 (weight-S and TCP-gamma left at defaults), and print
 #                their ratio to the closed form (report only, asserts nothing).
 #   --op sum     reduce with MPI_SUM for real (same simulated time; ~15 s more wall time at
 #                N = 64, 1 GiB). Default noop: a user-defined no-op reduction.
@@ -60,10 +61,13 @@ for x in $ranks; do
   for s in $sizes; do
     # lr sends S/n per step only if the float count divides evenly; otherwise it runs the
     # remainder through another algorithm and stops being a plain ring.
-    [[ $s =~ ^[1-9][0-9]*$ ]] && (( s % (4 * x) == 0 )) ||
-      { echo "$0: size '$s' must be a multiple of 4·N = $((4 * x)) bytes" >&2; exit 2; }
+    if ! [[ $s =~ ^[1-9][0-9]*$ ]] || (( s % (4 * x) != 0 )); then
+      echo "$0: size '$s' must be a multiple of 4·N = $((4 * x)) bytes" >&2
+      exit 2
+    fi
   done
 done
+read -ra size_list <<<"$sizes"
 [[ $bw_gbps =~ ^[0-9]+([.][0-9]+)?$ && $lat_us =~ ^[0-9]+([.][0-9]+)?$ ]] ||
   { echo "$0: --bandwidth-GBps and --latency-us take plain decimal numbers" >&2; exit 2; }
 
@@ -120,7 +124,7 @@ run_smpi() {
   shift 2
   local log="$work/smpi-$kind-$n.log" out="$work/smpi-$kind-$n.out"
   if ! "$smpirun" -np "$n" -platform "$work/star-$n.xml" -hostfile "$work/star-$n.hosts" \
-      "${common_cfg[@]}" "$@" "$work/allreduce_bench" --op "$op" $sizes >"$out" 2>"$log"; then
+      "${common_cfg[@]}" "$@" "$work/allreduce_bench" --op "$op" "${size_list[@]}" >"$out" 2>"$log"; then
     # No rows: the neutral run's checks then fail; other models are report only.
     echo "error: smpirun ($kind, N=$n) failed; its log:"
     tail -n 30 "$log"
@@ -150,7 +154,7 @@ devices:
 links:
   - {between: ["gpu[0-$((n - 1))]", sw0], fabric: infiniband, bandwidth: ${bw_gbps}GB/s, latency: ${lat_us}us, efficiency: 1}
 YAML
-    for s in $sizes; do
+    for s in "${size_list[@]}"; do
       if ! "$GRADSYNC" bench "$work/star-$n.yaml" --op allreduce --algo ring \
           --min "${s}B" --max "${s}B" --json >"$work/gradsync-$n-$s.json" \
           2>"$work/gradsync-$n-$s.log"; then
