@@ -15,6 +15,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <set>
 #include <vector>
 
 #include "gradsync/collective.hpp"
@@ -804,4 +805,58 @@ TEST_CASE("names of operations, algorithms and transfer kinds") {
   CHECK(to_string(Algorithm::ParameterServer) == "ps");
   CHECK(to_string(Algorithm::Hierarchical) == "hierarchical");
   CHECK(to_string(TransferKind::Copy) == "copy");
+}
+
+// ---- rail-aligned ring orders (one channel per NIC) -----------------------------------------
+
+TEST_CASE("rail ring orders: node crossings stay on one rail and use every rail") {
+  const std::uint32_t ppn = 8;
+  for (std::uint32_t nodes : {2u, 4u, 3u}) {
+    const std::uint32_t n = ppn * nodes;
+    const auto orders = rail_ring_orders(n, ppn, ppn);
+    REQUIRE(orders.size() == ppn);
+    std::multiset<std::uint32_t> sends;  // (node parity, rail) of each crossing's sender
+    std::size_t cross_rail = 0;
+    for (std::uint32_t c = 0; c < ppn; ++c) {
+      const auto& o = orders[c];
+      REQUIRE(o.size() == n);
+      CHECK(std::set<std::uint32_t>(o.begin(), o.end()).size() == n);  // a permutation
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t a = o[i], b = o[(i + 1) % n];
+        if (i % ppn != ppn - 1) {
+          CHECK(a / ppn == b / ppn);  // a node's ranks are contiguous in the ring
+          continue;
+        }
+        CHECK(a / ppn != b / ppn);
+        if (a % ppn != b % ppn) ++cross_rail;
+        sends.insert((a / ppn % 2) * ppn + a % ppn);
+      }
+    }
+    // Even node counts: every crossing on one rail; odd: only the wrap-around of each channel.
+    CHECK(cross_rail == (nodes % 2 == 0 ? 0 : ppn));
+    if (nodes % 2 == 0)  // each rail of even and of odd nodes sends in exactly one channel
+      for (std::uint32_t key = 0; key < 2 * ppn; ++key) CHECK(sends.count(key) == nodes / 2);
+  }
+}
+
+TEST_CASE("ring plans with per-channel orders are correct and move the same bytes") {
+  for (std::uint32_t ppn : {2u, 4u}) {
+    for (std::uint32_t nodes : {2u, 3u}) {
+      const std::uint32_t n = ppn * nodes;
+      for (std::uint32_t channels : {2u, 4u}) {
+        RingOptions options{channels, 2, rail_ring_orders(n, ppn, channels)};
+        const Plan ar = plan_ring_allreduce(n, 1_MiB, options);
+        CHECK(check_plan(ar).ok);
+        const auto sent = ar.bytes_sent_per_rank();
+        for (std::uint32_t r = 0; r < n; ++r)
+          CHECK(sent[r].bytes() == doctest::Approx(2.0 * (n - 1) / n * 1048576.0).epsilon(1e-3));  // whole-byte chunks
+        CHECK(check_plan(plan_ring_reduce_scatter(n, 1_MiB, options)).ok);
+        CHECK(check_plan(plan_ring_allgather(n, 1_MiB, options)).ok);
+      }
+    }
+  }
+  RingOptions bad{2, 1, {{0, 1, 2, 3}, {0, 1, 1, 3}}};
+  CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, bad), std::invalid_argument);
+  RingOptions wrong_count{2, 1, {{0, 1, 2, 3}}};
+  CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, wrong_count), std::invalid_argument);
 }

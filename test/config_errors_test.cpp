@@ -258,6 +258,17 @@ TEST_CASE("YAML syntax errors point at the cause, never past the end of the file
   SUBCASE("a second document is refused") {
     check_error(kTemplate + "---\nnodes: 1\n", 13, 1, "a second YAML document");
   }
+  SUBCASE("a syntax error in a second document is not ignored") {
+    check_error(kTemplate + "---\n]\n", 14, 1, "invalid YAML: illegal flow end");
+  }
+  SUBCASE("a document starting with ',' is an error, not an endless loop") {
+    check_error("# a comment wrapped by an editor\n, and its tail\nnodes: 1\n", 2, 1,
+                "invalid YAML: unexpected ','");
+  }
+  SUBCASE("a trailing document end or empty document is fine") {
+    CHECK_NOTHROW((void)load_topology_text(kTemplate + "...\n", "inline.yaml"));
+    CHECK_NOTHROW((void)load_topology_text(kTemplate + "---\n", "inline.yaml"));
+  }
   SUBCASE("a leading document marker is fine") {
     CHECK_NOTHROW((void)load_topology_text("---\n" + kTemplate, "inline.yaml"));
   }

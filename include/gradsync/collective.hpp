@@ -139,7 +139,19 @@ struct PlanCheck {
 struct RingOptions {
   std::uint32_t channels = 1;  // 1..256
   std::uint32_t pipeline = 1;  // ≥ 1
+  // Optional ring order per channel: orders[c] is a permutation of the ranks that channel c
+  // visits (position i sends to position i+1). Empty: every channel visits 0, 1, …, n-1.
+  // rail_ring_orders() builds NCCL-like orders that spread the node crossings over NICs.
+  std::vector<std::vector<std::uint32_t>> orders;
 };
+// Ring orders that keep every node crossing on one rail and spread the channels over the rails,
+// as NCCL's rings do on rail-optimized clusters (same NIC index on both sides; NCCL gets there
+// with PXN). Channel c walks each node along the local path x, x+2, …, x+ppn-1, x+1 with
+// x = c·ppn/channels: forward on even nodes, backward on odd ones, so crossings alternate
+// between rails x+1 and x (with an odd node count the wrap-around crosses rails once). With
+// one channel per NIC, every NIC sends in one channel and receives in another.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    std::uint32_t ranks, std::uint32_t ranks_per_node, std::uint32_t channels);
 // Reduce-scatter then all-gather: 2(n-1) steps of S/n per rank (per channel S/(n·channels)).
 // Time: 2(n-1)·α + 2(n-1)/n · S/B.
 [[nodiscard]] Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes,

@@ -6,6 +6,7 @@
 // which it picked in the last column.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -35,7 +36,7 @@ struct BenchOptions {
   std::string fidelity = "auto";
   std::string placement = "in-order";
   std::uint64_t seed = 1;
-  std::uint32_t channels = 1;
+  std::uint32_t channels = 0;  // 0 = NICs per node across nodes (like NCCL), else 1
   std::uint32_t pipeline = 0;
   std::uint32_t ps_servers = 1;
   std::string ps_placement = "colocated";
@@ -68,6 +69,19 @@ std::uint32_t ranks_per_node(const Topology& topo, const std::vector<DeviceId>& 
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (topo.device(ranks[i]).node != topo.device(ranks[i - i % ppn]).node) return 1;
   return ppn;
+}
+
+// NCCL opens enough channels to use every NIC; with rail-aligned ring orders one channel per
+// NIC of a server does the same here. Within one server channels change nothing in a fluid
+// model, so one is used.
+std::uint32_t default_channels(const Topology& topo, const std::vector<DeviceId>& ranks,
+                               std::uint32_t ppn) {
+  if (ppn <= 1 || ranks.size() <= ppn) return 1;
+  const int node = topo.device(ranks[0]).node;
+  std::uint32_t nics = 0;
+  for (const Device& d : topo.devices())
+    if (d.kind == DeviceKind::Nic && d.node == node) ++nics;
+  return std::clamp<std::uint32_t>(nics, 1, 64);
 }
 
 struct Row {
@@ -116,7 +130,7 @@ void run_bench(const BenchOptions& o) {
   base.op = *op;
   base.ranks = n;
   base.ranks_per_node = ppn;
-  base.channels = o.channels;
+  base.channels = o.channels > 0 ? o.channels : default_channels(topo, ranks, ppn);
   base.pipeline = o.pipeline;
   base.root = o.root;
   base.ps.servers = o.ps_servers;
@@ -206,8 +220,9 @@ void run_bench(const BenchOptions& o) {
   }
   std::cout << fmt::format("# gradsync bench: {} on {} ({} ranks, {} per node), algorithm {}\n",
                            o.op, topo.name(), n, ppn, o.algo);
-  std::cout << fmt::format("# software model: {}; fidelity: {}; out-of-place; GB = 1e9 B\n#\n",
-                           to_string(topo.software()), o.fidelity);
+  std::cout << fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
+                           "GB = 1e9 B\n#\n",
+                           to_string(topo.software()), o.fidelity, base.channels);
   std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size",
                            "count", "type", "redop", "root", "time", "algbw", "busbw", "algo");
   std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)",
@@ -240,7 +255,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--placement", opts->placement, "in-order | strided | random")
       ->check(CLI::IsMember({"in-order", "strided", "random"}));
   cmd->add_option("--seed", opts->seed, "seed for --placement random");
-  cmd->add_option("--channels", opts->channels, "ring channels (default 1)")
+  cmd->add_option("--channels", opts->channels,
+                  "ring channels (default: NICs per server across servers, else 1)")
       ->check(CLI::Range(1u, 64u));
   cmd->add_option("--pipeline", opts->pipeline, "chunks per step/tree (default automatic)")
       ->check(CLI::Range(0u, 1024u));

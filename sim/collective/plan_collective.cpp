@@ -48,7 +48,13 @@ Plan plan_collective(const CollectiveRequest& r) {
   };
   switch (r.algorithm) {
     case Algorithm::Ring: {
-      const RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1};
+      RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}};
+      // Several channels over several nodes: spread the node crossings over the NICs (rails).
+      if (r.channels > 1 && r.ranks_per_node > 1 && r.ranks > r.ranks_per_node &&
+          r.ranks % r.ranks_per_node == 0 &&
+          (r.op == CollectiveOp::AllReduce || r.op == CollectiveOp::ReduceScatter ||
+           r.op == CollectiveOp::AllGather))
+        ring.orders = rail_ring_orders(r.ranks, r.ranks_per_node, r.channels);
       switch (r.op) {
         case CollectiveOp::AllReduce: return plan_ring_allreduce(r.ranks, r.bytes, ring);
         case CollectiveOp::ReduceScatter: return plan_ring_reduce_scatter(r.ranks, r.bytes, ring);

@@ -61,59 +61,125 @@ std::vector<std::uint32_t> ring_members(std::uint32_t ranks) {
   return members;
 }
 
-std::vector<std::uint32_t> block_owners(const RingLayout& layout) {
+// The ring each channel walks: options.orders[c], checked to be a permutation, or 0..n-1.
+std::vector<std::vector<std::uint32_t>> channel_rings(const char* planner, std::uint32_t ranks,
+                                                      const RingOptions& options) {
+  if (options.orders.empty())
+    return std::vector<std::vector<std::uint32_t>>(options.channels, ring_members(ranks));
+  detail::require(options.orders.size() == options.channels, planner,
+                  fmt::format("{} ring orders for {} channels", options.orders.size(),
+                              options.channels));
+  for (const auto& order : options.orders) {
+    std::vector<bool> seen(ranks, false);
+    detail::require(order.size() == ranks, planner, "a ring order must list every rank once");
+    for (std::uint32_t r : order) {
+      detail::require(r < ranks && !seen[r], planner, "a ring order must list every rank once");
+      seen[r] = true;
+    }
+  }
+  return options.orders;
+}
+
+// Chunk layout: block j (ring position j) of channel c, pipeline lane v, is chunk
+// j·lanes + c·pipeline + v. Appends one ring pass per channel over that channel's ring.
+template <typename FirstDeps>
+std::vector<detail::RingPass> append_channel_passes(
+    Plan& plan, const RingLayout& layout, const std::vector<std::vector<std::uint32_t>>& rings,
+    detail::RingPassKind kind, FirstDeps&& first_deps) {
+  std::vector<detail::RingPass> passes;
+  for (std::uint32_t c = 0; c < rings.size(); ++c) {
+    const std::uint32_t base = c * layout.pipeline;
+    passes.push_back(detail::append_ring_pass(
+        plan, rings[c], base, layout.lanes, layout.pipeline, kind,
+        [&](std::uint32_t i, std::uint32_t chunk) { return first_deps(c, i, chunk); },
+        detail::kNoPriorWrite, [c](std::uint32_t) { return static_cast<std::uint8_t>(c); }));
+  }
+  return passes;
+}
+
+// Block owners by ring position: position i of channel c holds block i of that channel.
+std::vector<std::uint32_t> block_owners(const RingLayout& layout,
+                                        const std::vector<std::vector<std::uint32_t>>& rings) {
   std::vector<std::uint32_t> owner(std::size_t{layout.ranks} * layout.lanes);
-  for (std::size_t c = 0; c < owner.size(); ++c)
-    owner[c] = static_cast<std::uint32_t>(c / layout.lanes);
+  for (std::size_t chunk = 0; chunk < owner.size(); ++chunk) {
+    const std::size_t position = chunk / layout.lanes;
+    const std::size_t channel = chunk % layout.lanes / layout.pipeline;
+    owner[chunk] = rings[channel][position];
+  }
   return owner;
 }
+
+constexpr auto kNoChannelFirstDeps = [](std::uint32_t, std::uint32_t, std::uint32_t) {
+  return std::array<TransferId, 2>{kNoTransfer, kNoTransfer};
+};
 
 }  // namespace
 
 Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes, const RingOptions& options) {
-  const RingLayout layout = check_ring_args("plan_ring_allreduce", ranks, bytes, options, 2);
+  const char* planner = "plan_ring_allreduce";
+  const RingLayout layout = check_ring_args(planner, ranks, bytes, options, 2);
   Plan plan = ring_base(CollectiveOp::AllReduce, ranks, bytes, options, layout, 2);
-  const std::vector<std::uint32_t> members = ring_members(ranks);
-  const auto channel_of = [&](std::uint32_t chunk) { return layout.channel_of(chunk); };
-  const detail::RingPass rs =
-      detail::append_ring_pass(plan, members, 0, layout.lanes, layout.lanes,
-                               detail::RingPassKind::ReduceScatter, detail::kNoFirstDeps,
-                               detail::kNoPriorWrite, channel_of);
-  // Member i starts the all-gather with block i, which arrived in the last reduce-scatter
-  // step from i-1; its link last carried its own final reduce-scatter send.
-  const auto after_rs = [&](std::uint32_t i, std::uint32_t chunk) {
-    const std::uint32_t u = chunk % layout.lanes;
-    const std::uint32_t last = rs.steps() - 1;
-    return std::array<TransferId, 2>{rs.at(last, (i + ranks - 1) % ranks, u), rs.at(last, i, u)};
+  const auto rings = channel_rings(planner, ranks, options);
+  const auto rs = append_channel_passes(plan, layout, rings, detail::RingPassKind::ReduceScatter,
+                                        kNoChannelFirstDeps);
+  // Position i starts the all-gather with block i, which arrived in the last reduce-scatter
+  // step from position i-1; its link last carried its own final reduce-scatter send.
+  const auto after_rs = [&](std::uint32_t c, std::uint32_t i, std::uint32_t chunk) {
+    const std::uint32_t v = chunk % layout.pipeline;
+    const std::uint32_t last = rs[c].steps() - 1;
+    return std::array<TransferId, 2>{rs[c].at(last, (i + ranks - 1) % ranks, v),
+                                     rs[c].at(last, i, v)};
   };
-  detail::append_ring_pass(plan, members, 0, layout.lanes, layout.lanes,
-                           detail::RingPassKind::AllGather, after_rs, detail::kNoPriorWrite, channel_of);
+  append_channel_passes(plan, layout, rings, detail::RingPassKind::AllGather, after_rs);
   return plan;
 }
 
 Plan plan_ring_reduce_scatter(std::uint32_t ranks, Bytes bytes, const RingOptions& options) {
-  const RingLayout layout =
-      check_ring_args("plan_ring_reduce_scatter", ranks, bytes, options, 1);
+  const char* planner = "plan_ring_reduce_scatter";
+  const RingLayout layout = check_ring_args(planner, ranks, bytes, options, 1);
   Plan plan = ring_base(CollectiveOp::ReduceScatter, ranks, bytes, options, layout, 1);
-  plan.chunk_owner = block_owners(layout);
-  const std::vector<std::uint32_t> members = ring_members(ranks);
-  detail::append_ring_pass(plan, members, 0, layout.lanes, layout.lanes,
-                           detail::RingPassKind::ReduceScatter, detail::kNoFirstDeps,
-                           detail::kNoPriorWrite,
-                           [&](std::uint32_t chunk) { return layout.channel_of(chunk); });
+  const auto rings = channel_rings(planner, ranks, options);
+  plan.chunk_owner = block_owners(layout, rings);
+  append_channel_passes(plan, layout, rings, detail::RingPassKind::ReduceScatter,
+                        kNoChannelFirstDeps);
   return plan;
 }
 
 Plan plan_ring_allgather(std::uint32_t ranks, Bytes bytes, const RingOptions& options) {
-  const RingLayout layout = check_ring_args("plan_ring_allgather", ranks, bytes, options, 1);
+  const char* planner = "plan_ring_allgather";
+  const RingLayout layout = check_ring_args(planner, ranks, bytes, options, 1);
   Plan plan = ring_base(CollectiveOp::AllGather, ranks, bytes, options, layout, 1);
-  plan.chunk_owner = block_owners(layout);
-  const std::vector<std::uint32_t> members = ring_members(ranks);
-  detail::append_ring_pass(plan, members, 0, layout.lanes, layout.lanes,
-                           detail::RingPassKind::AllGather, detail::kNoFirstDeps,
-                           detail::kNoPriorWrite,
-                           [&](std::uint32_t chunk) { return layout.channel_of(chunk); });
+  const auto rings = channel_rings(planner, ranks, options);
+  plan.chunk_owner = block_owners(layout, rings);
+  append_channel_passes(plan, layout, rings, detail::RingPassKind::AllGather,
+                        kNoChannelFirstDeps);
   return plan;
+}
+
+std::vector<std::vector<std::uint32_t>> rail_ring_orders(std::uint32_t ranks,
+                                                         std::uint32_t ranks_per_node,
+                                                         std::uint32_t channels) {
+  detail::require(ranks_per_node >= 1 && ranks % ranks_per_node == 0, "rail_ring_orders",
+                  "ranks must be a multiple of ranks_per_node");
+  detail::require(channels >= 1, "rail_ring_orders", "needs at least one channel");
+  const std::uint32_t ppn = ranks_per_node;
+  const std::uint32_t nodes = ranks / ppn;
+  std::vector<std::vector<std::uint32_t>> orders(channels);
+  for (std::uint32_t c = 0; c < channels; ++c) {
+    // Local path x, x+2, x+3, …, x+ppn-1, x+1: starts on rail x, ends on rail y = x+1.
+    const auto x = static_cast<std::uint32_t>(std::uint64_t{c} * ppn / channels);
+    std::vector<std::uint32_t> path{x};
+    for (std::uint32_t j = 2; j < ppn; ++j) path.push_back((x + j) % ppn);
+    if (ppn > 1) path.push_back((x + 1) % ppn);
+    orders[c].reserve(ranks);
+    for (std::uint32_t k = 0; k < nodes; ++k) {
+      // Even nodes walk the path forward (x → y), odd nodes backward (y → x): every node
+      // crossing then stays on one rail (y, then x, …), as NCCL's rings do with PXN.
+      for (std::uint32_t j = 0; j < ppn; ++j)
+        orders[c].push_back(k * ppn + (k % 2 == 0 ? path[j] : path[ppn - 1 - j]));
+    }
+  }
+  return orders;
 }
 
 }  // namespace gradsync

@@ -19,9 +19,21 @@ namespace {
 
 class DuplicateKeyFinder : public YAML::EventHandler {
  public:
-  explicit DuplicateKeyFinder(std::string file) : file_(std::move(file)) {}
+  DuplicateKeyFinder(std::string file, const std::string& text)
+      : file_(std::move(file)), text_(text) {}
 
-  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    // yaml-cpp 0.7 does not consume a ',' that starts a document: it reports an empty document
+    // at the same place, forever (the file would hang every load). Stop at the second one.
+    if (documents_ > 0 && mark.pos == document_start_.pos) {
+      const auto pos = static_cast<std::size_t>(mark.pos);
+      const char c = pos < text_.size() ? text_[pos] : ',';
+      throw ConfigError(SourceMark{file_, mark.line + 1, mark.column + 1},
+                        fmt::format("invalid YAML: unexpected '{}'", c));
+    }
+    ++documents_;
+    document_start_ = mark;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { item(mark, "~"); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { item(mark, "*alias"); }
@@ -42,6 +54,9 @@ class DuplicateKeyFinder : public YAML::EventHandler {
   }
   void OnMapEnd() override { frames_.pop_back(); }
 
+  // Documents seen so far (the one being read included).
+  [[nodiscard]] int documents() const { return documents_; }
+
   // The innermost '[' or '{' still open (after a syntax error), if any.
   [[nodiscard]] const YAML::Mark* open_flow(bool is_map) const {
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
@@ -59,6 +74,14 @@ class DuplicateKeyFinder : public YAML::EventHandler {
   };
 
   void item(const YAML::Mark& mark, const std::string& value) {
+    if (frames_.empty() && documents_ > 1 && value != "~") {
+      // The root of a second document, which a plain load would silently ignore.
+      int line = document_start_.line + 1;  // the '---' that starts it, else the node itself
+      if (text_.compare(static_cast<std::size_t>(document_start_.pos), 3, "---") != 0)
+        line = mark.line + 1;
+      throw ConfigError(SourceMark{file_, line, line == mark.line + 1 ? mark.column + 1 : 1},
+                        "a second YAML document (after '---'); a gradsync file holds one");
+    }
     if (frames_.empty() || !frames_.back().is_map) return;
     Frame& f = frames_.back();
     if (f.expecting_key && !value.empty()) {
@@ -72,7 +95,10 @@ class DuplicateKeyFinder : public YAML::EventHandler {
   }
 
   std::string file_;
+  const std::string& text_;
   std::vector<Frame> frames_;
+  int documents_ = 0;
+  YAML::Mark document_start_;
 };
 
 }  // namespace
@@ -80,7 +106,7 @@ class DuplicateKeyFinder : public YAML::EventHandler {
 void reject_duplicate_keys(const std::string& text, const std::string& file) {
   std::istringstream in(text);
   YAML::Parser parser(in);
-  DuplicateKeyFinder finder(file);
+  DuplicateKeyFinder finder(file, text);
   try {
     while (parser.HandleNextDocument(finder)) {
     }
@@ -94,6 +120,10 @@ void reject_duplicate_keys(const std::string& text, const std::string& file) {
         throw ConfigError(SourceMark{file, open->line + 1, open->column + 1},
                           fmt::format("invalid YAML: this '{}' is never closed", map ? '{' : '['));
     }
+    // The regular load reads the first document only: report errors in later ones here.
+    if (finder.documents() > 1)
+      throw ConfigError(SourceMark{file, e.mark.line + 1, e.mark.column + 1},
+                        "invalid YAML: " + e.msg);
   }
 }
 

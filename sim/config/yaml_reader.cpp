@@ -140,9 +140,9 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
                       "a NUL byte: this is not a text file");
   }
   reject_duplicate_keys(text, file);
-  std::vector<YAML::Node> documents;
+  // reject_duplicate_keys() has refused a second document, so the first one is the file.
   try {
-    documents = YAML::LoadAll(text);
+    return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp reports its nesting limit as "bad file"; say what it is.
     throw ConfigError(error_mark(e.mark, text, file), "invalid YAML: nested too deeply");
@@ -156,19 +156,6 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
                         "invalid YAML: tab in the indentation (YAML indents with spaces only)");
     throw ConfigError(error_mark(e.mark, text, file), "invalid YAML: " + e.msg);
   }
-  if (documents.empty()) return YAML::Node();
-  // A second document ("---") would be silently ignored: refuse it.
-  for (std::size_t i = 1; i < documents.size(); ++i) {
-    if (!documents[i].IsDefined() || documents[i].IsNull()) continue;
-    SourceMark at = mark_of(documents[i], file);
-    for (int line = at.line - 1; line >= 1; --line)  // the '---' that starts it, when found
-      if (line_of(text, line - 1).starts_with("---")) {
-        at = SourceMark{file, line, 1};
-        break;
-      }
-    throw ConfigError(at, "a second YAML document (after '---'); a gradsync file holds one");
-  }
-  return documents.front();
 }
 
 YAML::Node load_yaml_file(const std::string& path, std::string* text_out) {
