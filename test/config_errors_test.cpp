@@ -153,7 +153,7 @@ TEST_CASE("every class of mistake has a bad file") {
       "duplicate_device", "range_backwards", "range_unclosed", "range_mismatched",
       "forms_mixed", "leaf_spine_without_hosts_per_leaf", "fat_tree_radix_odd",
       "fat_tree_radix_too_small", "sockets_without_socket_link", "nics_without_pcie",
-      "roce_block_on_infiniband", "oversubscription_below_one"};
+      "oversubscription_below_one"};
   for (const auto& name : required) {
     INFO(name);
     CHECK(fs::exists(kBadDir / (name + ".yaml")));
