@@ -81,6 +81,20 @@ struct Plan {
   // ring AllReduce 2(n-1), tree 2·height, parameter server 2, ...
   std::uint32_t steps = 0;
   std::uint32_t channels = 1;             // transfers use channel 0..channels-1
+  // Barrier-separated stages, for flow fidelity (engine.hpp), which merges the transfers of a
+  // stage between two ranks into one flow: phase i holds transfers [phases[i-1].end,
+  // phases[i].end). Empty: one phase holding every transfer, with `steps` and no fill.
+  struct Phase {
+    TransferId end = 0;        // one past the phase's last transfer
+    std::uint32_t steps = 0;   // latency steps on the phase's critical path
+    Bytes fill{0.0};           // pipeline fill: bytes that cross a link before the last
+                               // edge's stream can start (tree/chain: (depth-1) chunks)
+  };
+  std::vector<Phase> phases;
+  // Closes the current phase at the current end of `transfers`.
+  void end_phase(std::uint32_t phase_steps, Bytes phase_fill = Bytes(0.0)) {
+    phases.push_back(Phase{static_cast<TransferId>(transfers.size()), phase_steps, phase_fill});
+  }
 
   // Appends a transfer depending on `deps` (kNoTransfer entries are ignored; beyond two, the
   // rest go to a new extra_deps set).

@@ -5,9 +5,12 @@
 // Fidelity (DESIGN.md §2):
 //   step — every transfer of the plan is a flow that starts when its dependencies have
 //          arrived (exact dependencies; events grow with ranks × steps);
-//   flow — all transfers between the same two ranks become one flow carrying their bytes,
-//          started together, each paying `plan.steps` route latencies (the algorithm's latency
-//          term). Exact for rings on symmetric fabrics, orders of magnitude fewer events;
+//   flow — within each phase of the plan (Plan::phases: push then pull, intra-node then
+//          inter-node, …), all transfers between the same two ranks on one channel become one
+//          flow carrying
+//          their bytes, started together, each paying the phase's step count of route
+//          latencies plus its pipeline fill (fill bytes / route bottleneck). Exact for rings on
+//          symmetric fabrics, orders of magnitude fewer events;
 //   auto — step while the plan has at most kAutoStepTransfers transfers and transfers ×
 //          distinct rank pairs stays under kAutoStepWork (the solver's cost), flow beyond.
 // Simulation runs no actors: transfers are SimGrid activities started from completion

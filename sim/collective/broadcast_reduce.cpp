@@ -59,6 +59,11 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
       }
     }
   }
+  // Flow fidelity: each chunk pays a step latency per hop (P + hops - 1 latencies on the
+  // critical path) and the pipeline fills over the hops, charged at half a chunk per hop as
+  // for the tree (calibrated against step fidelity, test "engine: step and flow agree").
+  const Bytes chunk_size = plan.chunk_bytes.empty() ? Bytes(0.0) : plan.chunk_bytes.front();
+  plan.end_phase(hops + options.pipeline - 1, chunk_size * (hops > 0 ? hops - 1 : 0) * 0.5);
   return plan;
 }
 

@@ -62,6 +62,7 @@ Plan plan_hierarchical_allreduce(std::uint32_t ranks, Bytes bytes,
                                            detail::kNoFirstDeps, detail::kNoPriorWrite,
                                            channel_of);
   }
+  plan.end_phase(ppn - 1);
   // The phase-1 write of chunk (part l, lane u) into local l of node a: the node's sum.
   const auto node_sum = [&](std::uint32_t a, std::uint32_t l, std::uint32_t u) {
     if (ppn == 1) return kNoTransfer;
@@ -97,6 +98,7 @@ Plan plan_hierarchical_allreduce(std::uint32_t ranks, Bytes bytes,
         },
         detail::kNoPriorWrite, channel_of);
   }
+  plan.end_phase(2 * (nodes - 1));
   // What local l of node a must wait for before handing on chunk (part l, lane u = m·P + q):
   // the all-gather copy that brought block m, or for its own block the all-gather send that
   // waited for both sums (node and network).
@@ -120,6 +122,7 @@ Plan plan_hierarchical_allreduce(std::uint32_t ranks, Bytes bytes,
         },
         detail::kNoPriorWrite, channel_of);
   }
+  plan.end_phase(ppn - 1);
   return plan;
 }
 

@@ -56,6 +56,7 @@ Plan plan_parameter_server_allreduce(std::uint32_t workers, Bytes bytes,
                                    static_cast<std::uint8_t>(j)));
     }
   }
+  plan.end_phase(1);  // push
   for (std::uint32_t j = 0; j < k; ++j) {
     const std::uint32_t server = plan.chunk_owner[j];
     const std::uint32_t all_pushes = plan.add_dep_set(std::move(pushes[j]));
@@ -65,6 +66,7 @@ Plan plan_parameter_server_allreduce(std::uint32_t workers, Bytes bytes,
                          static_cast<std::uint8_t>(j));
     }
   }
+  plan.end_phase(1);  // pull
   plan.steps = plan.transfers.empty() ? 0 : 2;
   return plan;
 }

@@ -139,6 +139,13 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
       std::swap(down_prev[t], down_cur[t]);
     }
   }
+  // Flow fidelity: every chunk pays a step latency on each link in turn (P + 2·height - 1
+  // latencies on the critical path), and the pipeline fills over 2·height links. The fill is
+  // charged at half a chunk per link: links are shared by the two trees' up and down streams
+  // (calibrated against step fidelity, test "engine: step and flow agree").
+  const Bytes chunk_size = plan.chunk_bytes.empty() ? Bytes(0.0) : plan.chunk_bytes.front();
+  plan.end_phase(plan.steps + pipeline - 1,
+                 chunk_size * (plan.steps > 0 ? plan.steps - 1 : 0) * 0.5);
   return plan;
 }
 

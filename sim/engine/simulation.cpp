@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -36,9 +37,13 @@ struct Simulation::Impl {
   bool built = false;
   std::uint64_t ecmp_seed = 0;
 
-  // Latency multiplier per device pair for the run in progress (flow fidelity charges the
-  // algorithm's step count on every flow); absent = 1.
-  std::unordered_map<std::uint64_t, double> latency_multiplier;
+  // Flow fidelity: per device pair, the route latency is charged `steps` times plus a fixed
+  // extra (the pipeline fill); absent = the route latency once (step fidelity).
+  struct FlowLatency {
+    double steps = 1.0;
+    double extra_s = 0.0;
+  };
+  std::unordered_map<std::uint64_t, FlowLatency> latency_multiplier;
 
   // The run in progress.
   const Plan* plan = nullptr;
@@ -73,7 +78,8 @@ struct Simulation::Impl {
     options.ecmp_seed = ecmp_seed;
     options.latency_model = [this](Bytes, DeviceId src, DeviceId dst, Seconds route_latency) {
       const auto it = latency_multiplier.find(pair_key(src, dst));
-      return it == latency_multiplier.end() ? route_latency : route_latency * it->second;
+      if (it == latency_multiplier.end()) return route_latency;
+      return route_latency * it->second.steps + Seconds(it->second.extra_s);
     };
     platform = build_platform(*engine, *topology, router, pairs, options);
     built = true;
@@ -178,20 +184,41 @@ struct Simulation::Impl {
     drain();
   }
 
+  // One flow per rank pair and phase, carrying the phase's bytes between them; phases run
+  // one after another (barriers), each flow paying the phase's step latencies and fill.
   void run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices) {
     flow_mode = true;
-    std::map<std::pair<DeviceId, DeviceId>, double> bytes;
-    for (const Transfer& t : p.transfers) {
-      const DeviceId a = rank_devices[t.src];
-      const DeviceId b = rank_devices[t.dst];
-      if (a != b) bytes[{a, b}] += p.bytes_of(t).bytes();
+    std::vector<Plan::Phase> phases = p.phases;
+    if (phases.empty())
+      phases.push_back(Plan::Phase{static_cast<TransferId>(p.transfers.size()), p.steps, Bytes(0.0)});
+    TransferId begin = 0;
+    for (const Plan::Phase& phase : phases) {
+      // One flow per (pair, channel): channels are separate connections (NCCL channels, the
+      // two trees), and merging them would make unequal flows that max-min shares unevenly.
+      std::map<std::tuple<DeviceId, DeviceId, std::uint8_t>, double> flows;
+      for (TransferId id = begin; id < phase.end; ++id) {
+        const Transfer& t = p.transfers[id];
+        const DeviceId a = rank_devices[t.src];
+        const DeviceId b = rank_devices[t.dst];
+        if (a != b) flows[{a, b, t.channel}] += p.bytes_of(t).bytes();
+      }
+      std::map<std::pair<DeviceId, DeviceId>, double> bytes;
+      for (const auto& [key, b] : flows) bytes[{std::get<0>(key), std::get<1>(key)}] += b;
+      begin = phase.end;
+      latency_multiplier.clear();
+      const double steps = std::max<std::uint32_t>(phase.steps, 1);
+      for (const auto& [pair, b] : bytes) {
+        const PlatformRoute* route = platform.find_route(pair.first, pair.second);
+        const double fill_s =
+            route != nullptr && route->bottleneck.bytes_per_second() > 0.0
+                ? phase.fill.bytes() / route->bottleneck.bytes_per_second() : 0.0;
+        latency_multiplier[pair_key(pair.first, pair.second)] = FlowLatency{steps, fill_s};
+      }
+      flows_left = flows.size();
+      for (const auto& [key, b] : flows)
+        start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
+      engine->run();
     }
-    latency_multiplier.clear();
-    const double steps = std::max<std::uint32_t>(p.steps, 1);
-    for (const auto& [pair, b] : bytes) latency_multiplier[pair_key(pair.first, pair.second)] = steps;
-    flows_left = bytes.size();
-    for (const auto& [pair, b] : bytes) start_comm(pair.first, pair.second, Bytes(b), kNoTransfer);
-    engine->run();
     latency_multiplier.clear();
   }
 };

@@ -1,0 +1,82 @@
+// Rank placement and fidelity choice (pure parts of the engine interface).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "gradsync/collective.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/engine.hpp"
+
+using namespace gradsync;
+
+namespace {
+
+// `nodes` servers of `ppn` GPUs, each on its own switch, switches on one core.
+Topology cluster(int nodes, int ppn) {
+  Topology t("cluster");
+  const DeviceId core = t.add_device(Device{"core", DeviceKind::Switch, -1, Seconds(0.0), {}});
+  for (int k = 0; k < nodes; ++k) {
+    const DeviceId sw =
+        t.add_device(Device{"sw" + std::to_string(k), DeviceKind::Switch, k, Seconds(0.0), {}});
+    t.add_link(Link{sw, core, Fabric::InfiniBand, BytesPerSecond(1e9), Seconds(0.0), 1.0,
+                    Duplex::Full, {}});
+    for (int j = 0; j < ppn; ++j) {
+      const DeviceId g = t.add_device(Device{"n" + std::to_string(k) + "g" + std::to_string(j),
+                                             DeviceKind::Gpu, k, Seconds(0.0), {}});
+      t.add_link(Link{g, sw, Fabric::NvLink, BytesPerSecond(1e9), Seconds(0.0), 1.0,
+                      Duplex::Full, {}});
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("in-order placement follows the GPUs' declaration order") {
+  const Topology t = cluster(2, 4);
+  const auto ranks = place_ranks(t, 8);
+  CHECK(ranks == t.gpus());
+  CHECK(place_ranks(t, 3) == std::vector<DeviceId>(t.gpus().begin(), t.gpus().begin() + 3));
+}
+
+TEST_CASE("strided placement puts consecutive ranks on different servers") {
+  const Topology t = cluster(2, 4);
+  const auto ranks = place_ranks(t, 8, {PlacementKind::Strided, 0, 1});
+  CHECK(std::set<DeviceId>(ranks.begin(), ranks.end()).size() == 8);
+  for (std::size_t r = 0; r + 1 < ranks.size(); ++r)
+    CHECK(t.device(ranks[r]).node != t.device(ranks[r + 1]).node);
+}
+
+TEST_CASE("random placement is a seeded permutation") {
+  const Topology t = cluster(4, 4);
+  const auto a = place_ranks(t, 16, {PlacementKind::Random, 0, 7});
+  const auto b = place_ranks(t, 16, {PlacementKind::Random, 0, 7});
+  const auto c = place_ranks(t, 16, {PlacementKind::Random, 0, 8});
+  CHECK(a == b);
+  CHECK(a != c);
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == t.gpus());
+}
+
+TEST_CASE("more ranks than GPUs is bad input") {
+  const Topology t = cluster(1, 4);
+  CHECK_THROWS_AS((void)place_ranks(t, 5), ConfigError);
+  CHECK_THROWS_AS((void)place_ranks(t, 0), ConfigError);
+}
+
+TEST_CASE("auto fidelity: step for small plans, flow for large ones") {
+  CHECK(resolve_fidelity(Fidelity::Auto, plan_ring_allreduce(8, Bytes(1e6))) == Fidelity::Step);
+  CHECK(resolve_fidelity(Fidelity::Auto, plan_ring_allreduce(1024, Bytes(1e9))) == Fidelity::Flow);
+  CHECK(resolve_fidelity(Fidelity::Step, plan_ring_allreduce(1024, Bytes(1e9))) == Fidelity::Step);
+  CHECK(resolve_fidelity(Fidelity::Flow, plan_ring_allreduce(8, Bytes(1e6))) == Fidelity::Flow);
+}
+
+TEST_CASE("device pairs: one per directed pair of distinct GPUs a plan uses") {
+  const Topology t = cluster(1, 4);
+  const auto ranks = place_ranks(t, 4);
+  const auto pairs = device_pairs(plan_ring_allreduce(4, Bytes(1e6)), ranks);
+  CHECK(pairs.size() == 4);  // the ring's four edges
+}
