@@ -180,8 +180,15 @@ int main(int argc, char** argv) {
       if (plan.transfers.size() <= kAutoStepTransfers)
         check("ring step n=" + std::to_string(n) + " S=" + std::to_string(s),
               sim.run_plan(plan, ranks, Fidelity::Step).time.seconds(), want, 1e-2);
-      check("ring flow n=" + std::to_string(n) + " S=" + std::to_string(s),
-            sim.run_plan(plan, ranks, Fidelity::Flow).time.seconds(), want, 1e-2);
+      const PlanTiming flow = sim.run_plan(plan, ranks, Fidelity::Flow);
+      check("ring flow n=" + std::to_string(n) + " S=" + std::to_string(s), flow.time.seconds(),
+            want, 1e-2);
+      // Link accounting: every GPU's uplink (gpu → switch) carries 2(n−1)/n·S, as does its
+      // downlink.
+      check("ring bytes on gpu0's uplink n=" + std::to_string(n), flow.bytes_a_to_b.at(0),
+            2.0 * (n - 1) / n * s, 1e-6);
+      check("ring bytes on gpu0's downlink n=" + std::to_string(n), flow.bytes_b_to_a.at(0),
+            2.0 * (n - 1) / n * s, 1e-6);
     }
   } else if (what == "tree") {
     auto pairs = device_pairs(plan_for(Algorithm::Ring, 1024.0), ranks);

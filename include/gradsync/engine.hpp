@@ -56,6 +56,10 @@ struct PlanTiming {
   Seconds time{0.0};              // from the first start to the last arrival
   Fidelity fidelity = Fidelity::Step;
   std::size_t flows = 0;          // SimGrid communications started
+  // Payload bytes that crossed each topology link (index: LinkId), per direction: from
+  // link.a toward link.b, and back. Divide by effective bandwidth × time for utilization.
+  std::vector<double> bytes_a_to_b;
+  std::vector<double> bytes_b_to_a;
 };
 
 class Simulation {

@@ -55,6 +55,8 @@ struct Simulation::Impl {
   std::vector<sg4::CommPtr> retired;         // the last completed Comm (see on_complete)
   std::vector<TransferId> ready;             // worklist for zero-time (same-device) transfers
   double last_arrival = 0.0;
+  std::vector<double> bytes_a_to_b;          // per topology link, this run
+  std::vector<double> bytes_b_to_a;
   std::size_t started = 0;
   // Flow fidelity: one flow per pair; completions count down.
   bool flow_mode = false;
@@ -85,7 +87,19 @@ struct Simulation::Impl {
     built = true;
   }
 
+  void count_link_bytes(DeviceId src, DeviceId dst, double bytes) {
+    const PlatformRoute* route = platform.find_route(src, dst);
+    if (route == nullptr) return;
+    const auto& devices = route->route.devices;
+    const auto& links = route->route.links;
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const Link& l = topology->link(links[i]);
+      (devices[i] == l.a ? bytes_a_to_b : bytes_b_to_a)[links[i]] += bytes;
+    }
+  }
+
   void start_comm(DeviceId src, DeviceId dst, Bytes bytes, TransferId id) {
+    count_link_bytes(src, dst, bytes.bytes());
     auto comm = sg4::Comm::sendto_init(platform.device_hosts.at(src), platform.device_hosts.at(dst));
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes.bytes())));
     in_flight.emplace(comm.get(), std::make_pair(comm, id));
@@ -147,6 +161,8 @@ struct Simulation::Impl {
     plan = &p;
     ranks = &rank_devices;
     started = 0;
+    bytes_a_to_b.assign(topology->links().size(), 0.0);
+    bytes_b_to_a.assign(topology->links().size(), 0.0);
     const double t0 = sg4::Engine::get_clock();
     last_arrival = t0;
     const Fidelity fidelity = resolve_fidelity(requested, p);
@@ -158,7 +174,8 @@ struct Simulation::Impl {
       throw std::logic_error("Simulation::run_plan: transfers left unfinished");
     plan = nullptr;
     ranks = nullptr;
-    return PlanTiming{Seconds(last_arrival - t0), fidelity, started};
+    return PlanTiming{Seconds(last_arrival - t0), fidelity, started, std::move(bytes_a_to_b),
+                      std::move(bytes_b_to_a)};
   }
 
   void run_steps(const Plan& p) {
