@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "gradsync 0.1.0");
   gradsync::cli::add_topo_command(app);
+  gradsync::cli::add_run_command(app);
   gradsync::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

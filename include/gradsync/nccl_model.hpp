@@ -1,0 +1,158 @@
+// NCCL's software cost model for `software: nccl` (DESIGN.md §5.1): the per-collective and
+// per-step latencies, the protocol choice (LL, LL128, Simple) and each protocol's bandwidth
+// relative to Simple, as NCCL's own tuner computes them. Pure model code (no SimGrid): the
+// engine asks for one NcclStepCost per collective and then charges, per transfer, the
+// per-step latency of the transfer's route class (see "How the engine applies it" below).
+//
+// Pinned version: NCCL 2.30.7 (REFERENCES.md §3). The constants and formulas are restated from
+// NVIDIA/nccl's tuner; in 2.30 it lives in src/tuning/ (cost_model.cc: baseLatencies,
+// hwLatencies, llMaxBws, per-channel caps, treeCorrectionFactor; ring.cc and tree.cc: the
+// latency and bandwidth formulas; tuning_general.cc: t = lat + bytes / (1000 · algBw)); up to
+// 2.28 the same numbers sat in src/graph/tuning.cc. Constants moved between releases (the
+// 2.20-era tuning.cc had Tree/Simple base 0 and per-hop 28 µs, and Ring LL at busBw/4; 2.30 has
+// 8.4, 4 µs and busBw/2), so a change of version means re-checking every table in
+// sim/fabric/nccl_latency.cpp.
+//
+// Units: NCCL's tables are in µs and GB/s (1e9 B/s); this API takes and returns Seconds,
+// Bytes and BytesPerSecond.
+//
+// How the engine applies it (software: nccl only; software: none must not call any of this):
+//   1. once per collective: cost = nccl_cost(algorithm, op, ranks, nodes, intra_class, bytes,
+//      bus_bandwidth_estimate) — or nccl_choose_algorithm() where the engine picks the
+//      algorithm as NCCL would;
+//   2. add cost.base once, before the first transfer (or to the collective's end time);
+//   3. per transfer (step fidelity): charge nccl_step_latency(route.latency,
+//      cost.per_step(route_link_class(...))) instead of the bare route latency — the larger of
+//      the wire's latency and NCCL's per-hop latency, because NCCL's per-hop numbers already
+//      include the wire (the shipped topologies' link latencies were chosen to add up to the
+//      LL per-hop values, sim/fabric/README.md); flow fidelity charges every flow the whole
+//      collective's latency: nccl_collective_latency(cost, route latencies);
+//   4. scale the transfer's bandwidth by cost.bandwidth_factor (e.g. send bytes /
+//      bandwidth_factor: LL moves 8 B of flag per 8 B of data, so inflating the payload also
+//      charges the links the extra traffic).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "gradsync/collective.hpp"
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+inline constexpr std::string_view kNcclModelVersion = "2.30.7";
+
+enum class NcclProtocol : std::uint8_t { LL, LL128, Simple };
+// NCCL's hardware classes for latency (NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET).
+enum class LinkClass : std::uint8_t { NvLink, Pci, Net };
+// Rows of NCCL's per-architecture bandwidth caps (compute capability 7.x, 8.x, 9.x, 10.x+).
+enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
+// Multi-node LL caps and the network post overhead depend on the host CPU.
+enum class CpuVendor : std::uint8_t { Intel, Amd };
+
+[[nodiscard]] std::string_view to_string(NcclProtocol protocol);  // "LL", "LL128", "Simple"
+[[nodiscard]] std::string_view to_string(LinkClass link_class);   // "nvlink", "pci", "net"
+
+// The class of one fabric: nvlink → NvLink; pcie, socket → Pci; infiniband, roce, ethernet → Net.
+[[nodiscard]] LinkClass link_class(Fabric fabric);
+// The class of a route from its links' fabrics: Net if any link is a network fabric, else Pci
+// if any is pcie/socket, else NvLink (an empty route — same device — is NvLink). O(links).
+[[nodiscard]] LinkClass route_link_class(std::span<const Fabric> fabrics);
+[[nodiscard]] LinkClass route_link_class(const Topology& topology, const Route& route);
+
+struct NcclOptions {
+  GpuGeneration gpu = GpuGeneration::Hopper;
+  CpuVendor cpu = CpuVendor::Intel;
+  // NCCL channels. 0 = unknown: the per-channel bandwidth caps are not applied and the Ring
+  // "plateau" threshold (bytes / (channels · ranks) ≥ 64) is taken with one channel.
+  std::uint32_t channels = 0;
+  // NCCL_PROTO=^LL128 when false. LL128 is also off unless the intra-node class is NvLink
+  // (NCCL enables it only up to PATH_NVB inside a node).
+  bool allow_ll128 = true;
+};
+
+// NCCL's raw tables (2.30.7), for Ring and Tree. Hierarchical and ParameterServer have no NCCL
+// counterpart and use the Ring row (both are built from ring/point-to-point sends).
+[[nodiscard]] Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol);
+[[nodiscard]] Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protocol);
+// Network post overhead per ring step across nodes: 1 µs (Intel and others), 2 µs (AMD).
+[[nodiscard]] Seconds nccl_net_overhead(CpuVendor cpu);
+
+// Whether NCCL would consider `protocol` here (LL and Simple always; LL128 as NcclOptions says).
+[[nodiscard]] bool nccl_protocol_enabled(NcclProtocol protocol, LinkClass intra,
+                                         const NcclOptions& options = {});
+
+struct NcclStepCost {
+  NcclProtocol protocol = NcclProtocol::Simple;
+  Seconds base{0.0};            // once per collective (NCCL baseLat; × the Ring plateau factor)
+  Seconds per_step_intra{0.0};  // per algorithm step over an intra-node hop (NVLink or PCI)
+  Seconds per_step_inter{0.0};  // per algorithm step over an inter-node (NET) hop
+  // Bandwidth of this protocol relative to Simple for the same algorithm (LL ≤ 0.5, LL128
+  // ≤ 0.92 for Ring; Tree LL 1/3.8, LL128 7/9 or 120/128), caps included.
+  double protocol_factor = 1.0;
+  // What to scale the simulated bandwidth by: this (algorithm, protocol)'s bus bandwidth in
+  // NCCL's model divided by the bus bandwidth estimate given (Ring Simple = 1; Tree includes
+  // NCCL's 0.92 and its size-dependent treeCorrectionFactor).
+  double bandwidth_factor = 1.0;
+  std::uint32_t steps = 0;        // steps in NCCL's latency formula
+  std::uint32_t inter_steps = 0;  // of which over the network
+  // NCCL's latency term: base + (steps − inter_steps)·per_step_intra + inter_steps·per_step_inter.
+  Seconds latency{0.0};
+  // NCCL's predicted time for the whole collective: latency + bytes / (1000 · algBw).
+  Seconds predicted{0.0};
+
+  [[nodiscard]] Seconds per_step(LinkClass route_class) const {
+    return route_class == LinkClass::Net ? per_step_inter : per_step_intra;
+  }
+};
+
+// NCCL's cost for one (algorithm, protocol). `ranks` ≥ 1, 1 ≤ `nodes` ≤ ranks; `intra` is the
+// class of the links inside a node (NvLink or Pci); `bus_bandwidth` is the Ring/Simple bus
+// bandwidth the topology can sustain (NCCL's nChannels · bw; nccl_bus_bandwidth_estimate()).
+// Tree supports AllReduce only (as NCCL). Hierarchical and ParameterServer get Ring's constants
+// and bandwidths with their own step counts (hierarchical 2(ppn−1) + 2(nodes−1), of which
+// 2(nodes−1) across nodes; ps 2); their `predicted` is only indicative. One rank costs nothing.
+// Throws std::invalid_argument on impossible input. Allocation-free, a few dozen flops: call it
+// once per collective, then per transfer only cost.per_step(class of the transfer's route).
+[[nodiscard]] NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp op,
+                                     std::uint32_t ranks, std::uint32_t nodes, LinkClass intra,
+                                     Bytes bytes, BytesPerSecond bus_bandwidth,
+                                     const NcclOptions& options = {});
+// Same, with the protocol NCCL would pick: the enabled one with the lowest `predicted` time.
+[[nodiscard]] NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks,
+                                     std::uint32_t nodes, LinkClass intra, Bytes bytes,
+                                     BytesPerSecond bus_bandwidth, const NcclOptions& options = {});
+
+struct NcclChoice {
+  Algorithm algorithm = Algorithm::Ring;
+  NcclStepCost cost;
+};
+// NCCL's (algorithm, protocol) choice among Ring and Tree (Tree for AllReduce only). NVLS,
+// CollNet and PAT are not modelled (gradsync has no such plans).
+[[nodiscard]] NcclChoice nccl_choose_algorithm(CollectiveOp op, std::uint32_t ranks,
+                                               std::uint32_t nodes, LinkClass intra, Bytes bytes,
+                                               BytesPerSecond bus_bandwidth,
+                                               const NcclOptions& options = {});
+
+// The latency to charge one transfer in step fidelity: NCCL's per-hop latency already
+// includes the wire, so the larger of the two (never their sum).
+[[nodiscard]] constexpr Seconds nccl_step_latency(Seconds route_latency, Seconds per_step) {
+  return route_latency > per_step ? route_latency : per_step;
+}
+// The latency to charge every flow in flow fidelity: base + (steps − inter_steps) ·
+// max(intra route latency, per_step_intra) + inter_steps · max(inter route latency,
+// per_step_inter).
+[[nodiscard]] Seconds nccl_collective_latency(const NcclStepCost& cost, Seconds intra_route_latency,
+                                              Seconds inter_route_latency);
+
+// NCCL's Ring/Simple bus bandwidth as the topology's links allow, for nccl_cost(): per GPU,
+// the sum of its NVLink links' effective bandwidth (else its widest PCIe/socket link); across
+// servers, the smaller of that and the sum of one server's NIC network links (a ring leaves
+// each server through every NIC, one channel per NIC). Uses the first GPU and its server.
+[[nodiscard]] BytesPerSecond nccl_bus_bandwidth_estimate(const Topology& topology);
+// The intra-node class NCCL would see: NvLink if the first GPU has an NVLink link, else Pci.
+[[nodiscard]] LinkClass nccl_intra_class(const Topology& topology);
+
+}  // namespace gradsync

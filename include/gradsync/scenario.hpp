@@ -1,0 +1,150 @@
+// A training scenario (DESIGN.md §5.2) as plain structs: the model as a list of layers, the
+// compute of one micro-batch on one GPU, the training loop, and how gradients are synchronized.
+// No YAML and no SimGrid here: the config layer fills these (scenario_config.hpp), the pure step
+// schedule consumes them (step_schedule.hpp), and the engine-driving runner simulates the
+// collectives they ask for.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+// ---- model -------------------------------------------------------------------------------
+
+// Element type of the gradients that are synchronized (what DDP all-reduces: the parameters'
+// dtype, e.g. fp32 under torch.cuda.amp, bf16 for bf16 models).
+enum class GradDtype { Fp32, Fp16, Bf16, Fp8 };
+[[nodiscard]] std::string_view to_string(GradDtype dtype);
+[[nodiscard]] std::optional<GradDtype> grad_dtype_from_string(std::string_view text);
+// fp32 4, fp16 2, bf16 2, fp8 1 (DESIGN.md §1).
+[[nodiscard]] double bytes_per_element(GradDtype dtype);
+
+// One layer in forward order. Its gradient is ready when its backward has run; backward runs
+// the layers in reverse list order (a model with several encoders is listed in the order its
+// forward runs them, and its backward is taken as the exact reverse).
+struct LayerSpec {
+  std::string name;
+  double params = 0.0;    // trainable parameters (elements); 0 for parameter-free layers
+  Seconds forward{0.0};   // this layer's share of one micro-batch's forward on one GPU
+  Seconds backward{0.0};  // ... and of its backward
+  std::string group;      // encoder / tower the layer belongs to ("" for single-tower models)
+};
+
+struct ModelSpec {
+  std::vector<LayerSpec> layers;  // forward order, at least one
+  GradDtype grad_dtype = GradDtype::Fp32;
+
+  [[nodiscard]] double bytes_per_grad() const { return bytes_per_element(grad_dtype); }
+  [[nodiscard]] double total_params() const;
+  // Gradient bytes per synchronization: parameters × bytes per gradient element.
+  [[nodiscard]] Bytes grad_bytes() const;
+};
+
+// ---- compute and training loop -----------------------------------------------------------
+
+// One micro-batch on one GPU. forward/backward are the sums of the layers' times.
+struct ComputeSpec {
+  Seconds forward{0.0};
+  Seconds backward{0.0};
+  Seconds optimizer{0.0};  // once per optimizer step, after the gradients are synced
+  std::uint32_t samples_per_micro_batch = 1;
+};
+
+struct TrainingSpec {
+  std::uint32_t accumulation = 1;  // micro-batches per optimizer step; gradients sync once per step
+  std::uint32_t steps = 1;         // optimizer steps to simulate
+};
+
+// ---- synchronization ---------------------------------------------------------------------
+
+enum class SyncStrategy {
+  AllReduce,             // every GPU all-reduces the gradients, then runs the optimizer
+  ParameterServer,       // push gradients to k servers, pull parameters back (synchronous)
+  AsyncParameterServer,  // push, and start the next step without waiting for the pull
+};
+enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical };  // AllReduce only
+enum class Overlap {
+  None,       // every collective starts after backward has finished
+  Bucketed,   // DDP: a bucket's collective starts when its last gradient is ready
+  Layerwise,  // one collective per layer, started as the layer's gradients are ready
+};
+enum class CompressionMethod { None, Int8, Fp8, Int4, TopK };
+
+[[nodiscard]] std::string_view to_string(SyncStrategy strategy);
+[[nodiscard]] std::string_view to_string(SyncAlgorithm algorithm);
+[[nodiscard]] std::string_view to_string(Overlap overlap);
+[[nodiscard]] std::string_view to_string(CompressionMethod method);
+[[nodiscard]] std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text);
+[[nodiscard]] std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text);
+[[nodiscard]] std::optional<Overlap> overlap_from_string(std::string_view text);
+[[nodiscard]] std::optional<CompressionMethod> compression_method_from_string(
+    std::string_view text);
+
+enum class PsPlacement { Dedicated, Colocated };  // as ServerPlacement in collective.hpp
+
+struct PsSpec {
+  std::uint32_t servers = 1;  // k, 1..256
+  PsPlacement placement = PsPlacement::Dedicated;
+};
+
+struct CompressionSpec {
+  CompressionMethod method = CompressionMethod::None;
+  double ratio = 1.0;           // topk: share of elements kept, in (0, 1]
+  bool error_feedback = false;  // keep the compression error and add it to the next gradient
+  // Codec kernel throughput: bytes of input consumed per second (encode: the dense gradient;
+  // decode: the bytes received). Unset = free, an optimistic bound.
+  std::optional<BytesPerSecond> encode_rate;
+  std::optional<BytesPerSecond> decode_rate;
+};
+
+// PyTorch DDP defaults (torch.nn.parallel.DistributedDataParallel: bucket_cap_mb=25,
+// dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB).
+inline constexpr Bytes kDdpBucketBytes{25.0 * 1048576.0};
+inline constexpr Bytes kDdpFirstBucketBytes{1048576.0};
+
+struct SyncSpec {
+  SyncStrategy strategy = SyncStrategy::AllReduce;
+  SyncAlgorithm algorithm = SyncAlgorithm::Auto;
+  PsSpec ps;
+  Bytes bucket = kDdpBucketBytes;
+  Bytes first_bucket = kDdpFirstBucketBytes;
+  Overlap overlap = Overlap::Bucketed;
+  CompressionSpec compression;
+};
+
+// ---- the scenario ------------------------------------------------------------------------
+
+struct TopologySource {
+  // The topology file (resolved against the scenario file's folder), or the scenario file
+  // itself when the topology is an inline mapping.
+  std::filesystem::path path;
+  bool inline_mapping = false;
+};
+
+struct Scenario {
+  std::string name;
+  std::filesystem::path file;  // the scenario file
+  TopologySource topology;
+  // Applied to the topology before it was expanded, in order, as "dotted.key=value"
+  // (the scenario's topology_overrides:, then --set topology_overrides.*).
+  std::vector<std::string> topology_overrides;
+  std::vector<std::string> sets;      // the --set overrides applied to the scenario
+  std::optional<std::uint32_t> gpus;  // use the first N GPUs (default: all)
+  ModelSpec model;
+  ComputeSpec compute;
+  TrainingSpec training;
+  SyncSpec sync;
+};
+
+// Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take the last
+// ps.servers GPUs (as `gradsync bench --algo ps` places them), so they are not workers.
+[[nodiscard]] std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync);
+
+}  // namespace gradsync

@@ -1,0 +1,70 @@
+// The scenario runner: simulates the collectives a training step asks for on the topology's
+// SimGrid platform and composes the step timeline (step_schedule.hpp) from their durations.
+//
+// Collectives of one optimizer step run one after another on a serial comm stream (DDP), so
+// each bucket's collective is simulated on its own and its duration is composed with the
+// compute timeline; durations are cached by (operation, algorithm, size). Synchronous steps
+// are identical, so the step is simulated once and repeated `training.steps` times. One
+// SimGrid simulation per process: call run_scenario() at most once per process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradsync/engine.hpp"
+#include "gradsync/scenario.hpp"
+#include "gradsync/scenario_config.hpp"
+#include "gradsync/step_schedule.hpp"
+
+namespace gradsync {
+
+struct RunOptions {
+  std::vector<std::string> simgrid_args;  // e.g. "--cfg=contexts/factory:thread"
+  Fidelity fidelity = Fidelity::Auto;
+};
+
+// Load of one topology link over a step, in its busier direction.
+struct LinkLoad {
+  LinkId link = 0;
+  std::string name;          // "n0.nic0 -> leaf0"
+  Fabric fabric = Fabric::Ethernet;
+  Bytes bytes{0.0};          // payload per step in the busier direction
+  double utilization = 0.0;  // bytes / (effective bandwidth × step time)
+};
+
+// GPU utilization over time, as `nvidia-smi dmon` would sample it (share of each interval
+// the GPU computes).
+struct UtilizationSample {
+  Seconds start{0.0};
+  Seconds end{0.0};
+  double utilization = 0.0;
+};
+
+struct ScenarioResult {
+  std::string scenario_name;
+  std::string topology_name;
+  std::uint32_t gpus = 0;        // GPUs used
+  std::uint32_t ranks = 0;       // data-parallel workers
+  std::uint32_t nodes = 0;       // servers the GPUs are on
+  std::uint32_t ranks_per_node = 1;
+  std::vector<Bucket> buckets;
+  SyncPlan sync_plan;
+  std::vector<Seconds> collective_times;        // per bucket
+  std::vector<std::string> bucket_algorithms;   // per bucket: the algorithm that ran
+  StepTimeline timeline;
+  StepMetrics metrics;
+  // Samples/s of the first server alone (its GPUs, intra-node collectives), and the ratio
+  // samples_per_s / (nodes × that): scaling efficiency versus one node. 0 for one node.
+  double one_node_samples_per_s = 0.0;
+  double scaling_vs_one_node = 0.0;
+  Seconds total_time{0.0};                      // steps × step time
+  std::vector<LinkLoad> busiest_links;          // highest utilization first (at most 10)
+  std::vector<UtilizationSample> gpu_utilization_timeline;  // one step, 20 samples
+  std::string verdict_text;                     // one line users act on
+};
+
+[[nodiscard]] ScenarioResult run_scenario(const LoadedScenario& loaded,
+                                          const RunOptions& options = {});
+
+}  // namespace gradsync

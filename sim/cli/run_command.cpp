@@ -1,0 +1,252 @@
+// `gradsync run SCENARIO [--set key=value]... [--json] [--trace FILE] [-o DIR]`: the main job.
+// Simulates a training step of the scenario on its cluster and prints where the time goes:
+// compute, communication and the part of it that is exposed, throughput, scaling, the busiest
+// links and the verdict users act on (DESIGN.md §1, §6).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/scenario_config.hpp"
+#include "gradsync/scenario_runner.hpp"
+
+namespace gradsync::cli {
+namespace {
+
+struct RunCliOptions {
+  std::string file;
+  std::vector<std::string> sets;
+  bool json = false;
+  std::string trace;
+  std::string out_dir;
+  std::string fidelity = "auto";
+  std::vector<std::string> cfg;
+};
+
+nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario& loaded) {
+  const Scenario& sc = loaded.scenario;
+  const StepMetrics& m = r.metrics;
+  nlohmann::ordered_json bottleneck = nullptr;
+  if (!r.busiest_links.empty())
+    bottleneck = {{"link", r.busiest_links[0].name},
+                  {"fabric", std::string(to_string(r.busiest_links[0].fabric))},
+                  {"utilization", r.busiest_links[0].utilization}};
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const LinkLoad& l : r.busiest_links)
+    links.push_back({{"link", l.name},
+                     {"fabric", std::string(to_string(l.fabric))},
+                     {"bytes_per_step", l.bytes.bytes()},
+                     {"utilization", l.utilization}});
+  nlohmann::ordered_json util = nlohmann::ordered_json::array();
+  for (const UtilizationSample& u : r.gpu_utilization_timeline)
+    util.push_back({{"start_s", u.start.seconds()}, {"end_s", u.end.seconds()},
+                    {"utilization", u.utilization}});
+  std::map<std::string, int> algorithms;
+  for (const auto& a : r.bucket_algorithms) ++algorithms[a];
+  return {
+      {"scenario", r.scenario_name},
+      {"topology", r.topology_name},
+      {"gpus", r.gpus},
+      {"nodes", r.nodes},
+      {"data_parallel_ranks", r.ranks},
+      {"step_time_s", m.step_time.seconds()},
+      {"compute_time_s", m.compute_time.seconds()},
+      {"comm_time_s", m.comm_time.seconds()},
+      {"exposed_comm_s", m.exposed_comm.seconds()},
+      {"comm_compute_ratio", m.comm_compute_ratio},
+      {"gpu_utilization", m.gpu_utilization},
+      {"samples_per_step", m.samples_per_step},
+      {"samples_per_s", m.samples_per_s},
+      {"scaling_efficiency", m.scaling_efficiency},
+      {"scaling_efficiency_vs_one_node", r.scaling_vs_one_node},
+      {"grad_bytes_per_sync", r.sync_plan.grad_bytes.bytes()},
+      {"wire_bytes_per_sync", r.sync_plan.wire_bytes.bytes()},
+      {"buckets", r.buckets.size()},
+      {"algorithms", algorithms},
+      {"codec_time_s", r.timeline.codec_time.seconds()},
+      {"staleness_steps", r.timeline.staleness_steps},
+      {"steps", sc.training.steps},
+      {"total_time_s", r.total_time.seconds()},
+      {"bottleneck", bottleneck},
+      {"verdict", std::string(to_string(m.verdict))},
+      {"verdict_text", r.verdict_text},
+      {"busiest_links", links},
+      {"gpu_utilization_timeline", util},
+      {"notes", r.sync_plan.notes},
+  };
+}
+
+std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
+
+void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
+  const Scenario& sc = loaded.scenario;
+  const StepMetrics& m = r.metrics;
+  const StepTimeline& t = r.timeline;
+  std::map<std::string, int> algorithms;
+  for (const auto& a : r.bucket_algorithms) ++algorithms[a];
+  std::string algos;
+  for (const auto& [name, count] : algorithms)
+    algos += fmt::format("{}{} ×{}", algos.empty() ? "" : ", ", name, count);
+
+  std::cout << fmt::format("{} on {}: {} GPUs ({} node{} × {}), {} data-parallel ranks\n",
+                           r.scenario_name, r.topology_name, r.gpus, r.nodes,
+                           r.nodes == 1 ? "" : "s", r.ranks_per_node, r.ranks);
+  std::cout << fmt::format("model: {:.3g} parameters, {} gradients: {} per sync in {} buckets\n",
+                           sc.model.total_params(), to_string(sc.model.grad_dtype),
+                           format_size(r.sync_plan.grad_bytes), r.buckets.size());
+  std::cout << fmt::format("sync: {} ({}), overlap {}, compression {}, accumulation {}\n",
+                           to_string(sc.sync.strategy), algos, to_string(sc.sync.overlap),
+                           to_string(sc.sync.compression.method), sc.training.accumulation);
+  if (r.sync_plan.wire_bytes != r.sync_plan.grad_bytes)
+    std::cout << fmt::format("wire: {} per sync after compression\n",
+                             format_size(r.sync_plan.wire_bytes));
+  for (const auto& note : r.sync_plan.notes) std::cout << "note: " << note << '\n';
+  std::cout << '\n';
+  const double step = m.step_time.seconds();
+  auto row = [&](const std::string& label, Seconds value, const std::string& extra) {
+    std::cout << fmt::format("  {:<22}{:>12}   {}\n", label, format_time(value), extra);
+  };
+  row("step time", m.step_time, fmt::format("({} steps: {})", sc.training.steps,
+                                            format_time(r.total_time)));
+  row("compute", m.compute_time,
+      fmt::format("{} of the step: {} × (forward {} + backward {}) + optimizer {}",
+                  percent(step > 0 ? m.compute_time.seconds() / step : 0),
+                  sc.training.accumulation, format_time(sc.compute.forward),
+                  format_time(sc.compute.backward), format_time(sc.compute.optimizer)));
+  row("communication", m.comm_time,
+      fmt::format("sum of the bucket collectives ({:.2f}× compute)", m.comm_compute_ratio));
+  row("exposed communication", m.exposed_comm,
+      fmt::format("{} of the step (GPU waiting for gradients)",
+                  percent(step > 0 ? m.exposed_comm.seconds() / step : 0)));
+  if (t.codec_time.seconds() > 0) row("compression codec", t.codec_time, "encode + decode");
+  if (t.staleness_steps > 0)
+    std::cout << fmt::format("  {:<22}{:>12}   steps behind (async-ps)\n", "staleness",
+                             t.staleness_steps);
+  std::cout << fmt::format("  {:<22}{:>12}\n", "GPU utilization", percent(m.gpu_utilization));
+  std::cout << fmt::format("  {:<22}{:>12.1f}   samples/s ({:.0f} samples per step)\n",
+                           "throughput", m.samples_per_s, m.samples_per_step);
+  std::cout << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication\n",
+                           "scaling efficiency", percent(m.scaling_efficiency), r.ranks);
+  if (r.nodes > 1 && r.one_node_samples_per_s > 0)
+    std::cout << fmt::format("  {:<22}{:>12}   vs {} × one node ({:.1f} samples/s)\n", "",
+                             percent(r.scaling_vs_one_node), r.nodes, r.one_node_samples_per_s);
+  std::cout << "\nverdict: " << r.verdict_text << "\n";
+  if (!r.busiest_links.empty()) {
+    std::cout << "\nbusiest links over one step (payload, busier direction):\n";
+    for (std::size_t i = 0; i < r.busiest_links.size() && i < 5; ++i) {
+      const LinkLoad& l = r.busiest_links[i];
+      std::cout << fmt::format("  {:<34} {:<11} {:>10} per step  {:>5} utilized\n", l.name,
+                               to_string(l.fabric), format_size(l.bytes), percent(l.utilization));
+    }
+  }
+  if (!r.gpu_utilization_timeline.empty()) {
+    std::cout << "\nGPU utilization over one step (as nvidia-smi dmon would sample it):\n  ";
+    static const char* kBars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    for (const auto& u : r.gpu_utilization_timeline)
+      std::cout << kBars[static_cast<int>(u.utilization * 8.0 + 0.5)];
+    std::cout << fmt::format("  (0 … {}, {} per column)\n", format_time(m.step_time),
+                             format_time(m.step_time / static_cast<double>(
+                                                           r.gpu_utilization_timeline.size())));
+  }
+}
+
+// Chrome trace (Perfetto): one track per GPU for compute, one per bucket for communication.
+nlohmann::json trace_json(const ScenarioResult& r, const LoadedScenario& loaded) {
+  constexpr std::uint32_t kMaxGpuTracks = 1024;
+  nlohmann::json events = nlohmann::json::array();
+  auto meta = [&](int pid, int tid, const char* what, const std::string& name) {
+    events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", what},
+                      {"args", {{"name", name}}}});
+  };
+  meta(1, 0, "process_name", "GPUs (compute)");
+  meta(2, 0, "process_name", "communication (per bucket)");
+  const std::uint32_t tracks = std::min(r.gpus, kMaxGpuTracks);
+  for (std::uint32_t g = 0; g < tracks; ++g) meta(1, static_cast<int>(g), "thread_name", fmt::format("GPU {}", g));
+  for (std::size_t b = 0; b < r.buckets.size(); ++b)
+    meta(2, static_cast<int>(b), "thread_name",
+         fmt::format("bucket {} ({})", b, format_size(r.buckets[b].bytes)));
+  auto us = [](Seconds s) { return s.seconds() * 1e6; };
+  const StepTimeline& t = r.timeline;
+  for (std::uint32_t step = 0; step < loaded.scenario.training.steps; ++step) {
+    const Seconds offset = t.step_time * static_cast<double>(step);
+    for (std::uint32_t g = 0; g < tracks; ++g)
+      for (const ComputeInterval& c : t.compute)
+        events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", g}, {"cat", "compute"},
+                          {"name", fmt::format("{} mb{}", to_string(c.phase), c.micro_batch)},
+                          {"ts", us(offset + c.start)}, {"dur", us(c.end - c.start)}});
+    for (const BucketInterval& b : t.buckets) {
+      const int tid = static_cast<int>(b.bucket);
+      if (b.encode_end > b.encode_start)
+        events.push_back({{"ph", "X"}, {"pid", 2}, {"tid", tid}, {"cat", "codec"},
+                          {"name", "encode"}, {"ts", us(offset + b.encode_start)},
+                          {"dur", us(b.encode_end - b.encode_start)}});
+      events.push_back({{"ph", "X"}, {"pid", 2}, {"tid", tid}, {"cat", "comm"},
+                        {"name", fmt::format("{} {}", r.bucket_algorithms.at(b.bucket),
+                                             format_size(r.sync_plan.buckets.at(b.bucket).bytes))},
+                        {"ts", us(offset + b.start)}, {"dur", us(b.end - b.start)}});
+      if (b.decode_end > b.decode_start)
+        events.push_back({{"ph", "X"}, {"pid", 2}, {"tid", tid}, {"cat", "codec"},
+                          {"name", "decode"}, {"ts", us(offset + b.decode_start)},
+                          {"dur", us(b.decode_end - b.decode_start)}});
+    }
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
+  out << text;
+  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
+}
+
+void run(const RunCliOptions& o) {
+  const LoadedScenario loaded = load_scenario_file(o.file, o.sets);
+  RunOptions options;
+  for (const auto& c : o.cfg) options.simgrid_args.push_back("--cfg=" + c);
+  options.fidelity = o.fidelity == "step" ? Fidelity::Step
+                     : o.fidelity == "flow" ? Fidelity::Flow
+                                            : Fidelity::Auto;
+  const ScenarioResult result = run_scenario(loaded, options);
+  const auto json = result_json(result, loaded);
+  if (o.json)
+    std::cout << json.dump(2) << '\n';
+  else
+    print_text(result, loaded);
+  if (!o.trace.empty()) write_file(o.trace, trace_json(result, loaded).dump() + "\n");
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) throw ConfigError(SourceMark{o.out_dir, 0, 0}, "cannot create directory: " + ec.message());
+    write_file(std::filesystem::path(o.out_dir) / "result.json", json.dump(2) + "\n");
+    write_file(std::filesystem::path(o.out_dir) / "trace.json",
+               trace_json(result, loaded).dump() + "\n");
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto opts = std::make_shared<RunCliOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "simulate training steps of a scenario and show "
+                                            "where the time goes");
+  cmd->add_option("scenario", opts->file, "scenario YAML file")->required();
+  cmd->add_option("--set", opts->sets, "override a scenario key: dotted.key=value (repeatable)");
+  cmd->add_flag("--json", opts->json, "print one JSON object");
+  cmd->add_option("--trace", opts->trace, "write a Chrome/Perfetto trace to this file");
+  cmd->add_option("-o,--output", opts->out_dir, "write result.json and trace.json to this folder");
+  cmd->add_option("--fidelity", opts->fidelity, "auto | step | flow")
+      ->check(CLI::IsMember({"auto", "step", "flow"}));
+  cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
+  cmd->callback([opts] { run(*opts); });
+}
+
+}  // namespace gradsync::cli

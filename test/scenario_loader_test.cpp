@@ -1,0 +1,395 @@
+// Scenario files (DESIGN.md §5.2): every shipped scenario loads into the model it describes;
+// --set and topology_overrides edit the YAML before it is read; and every mistake — in the
+// file, in a --set, in a topology override — is a ConfigError placed where it was written.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradsync/config_error.hpp"
+#include "gradsync/scenario_config.hpp"
+#include "gradsync/step_schedule.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace gradsync;
+
+const fs::path kSourceDir(GRADSYNC_SOURCE_DIR);
+const fs::path kScenarios = kSourceDir / "scenarios";
+// Inline test scenarios "live" in scenarios/, so ../topologies/ resolves as in shipped files.
+const std::string kInline = (kScenarios / "inline-test.yaml").string();
+
+std::vector<fs::path> shipped_scenarios() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kScenarios))
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+LoadedScenario load_shipped(const std::string& name, const std::vector<std::string>& sets = {}) {
+  return load_scenario_file(kScenarios / (name + ".yaml"), sets);
+}
+
+std::optional<ConfigError> error_of(const std::string& text,
+                                    const std::vector<std::string>& sets = {}) {
+  try {
+    (void)load_scenario_text(text, kInline, sets);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A small valid scenario; tests append or substitute lines.
+const std::string kBase = R"(name: base
+topology: ../topologies/pcie-4gpu.yaml
+model:
+  params: 25e6
+  grad_dtype: fp32
+  layers: 10
+compute:
+  forward: 30ms
+  backward: 60ms
+  samples_per_micro_batch: 32
+)";
+
+std::string fmt_position(const SourceMark& m) {
+  return m.file + ":" + std::to_string(m.line) + ":" + std::to_string(m.column) + ": error: ";
+}
+
+// Checks an error sits at line:col of the inline scenario with `part` in its reason.
+void check_error_at(const std::optional<ConfigError>& e, int line, int column,
+                    const std::string& part) {
+  REQUIRE_MESSAGE(e.has_value(), "expected an error mentioning: " << part);
+  INFO(std::string(e->what()));
+  CHECK(e->where().file == kInline);
+  CHECK(e->where().line == line);
+  CHECK(e->where().column == column);
+  CHECK(contains(e->reason(), part));
+  CHECK(contains(std::string(e->what()), fmt_position(e->where())));
+}
+
+}  // namespace
+
+TEST_CASE("every shipped scenario loads, with its topology, and plans buckets") {
+  const auto files = shipped_scenarios();
+  REQUIRE(files.size() >= 7);
+  for (const auto& file : files) {
+    INFO(file.string());
+    const LoadedScenario l = load_scenario_file(file);
+    const Scenario& s = l.scenario;
+    CHECK_FALSE(s.name.empty());
+    CHECK(l.topology.topology.gpu_count() > 0);
+    CHECK_FALSE(s.topology.inline_mapping);
+    CHECK(fs::exists(s.topology.path));
+    CHECK(s.model.total_params() > 0.0);
+    CHECK(s.compute.forward.seconds() > 0.0);
+    CHECK(s.compute.backward.seconds() > 0.0);
+    const auto buckets = build_buckets(s.model, s.sync);
+    CHECK_FALSE(buckets.empty());
+    const auto ranks = data_parallel_ranks(
+        s.gpus.value_or(static_cast<std::uint32_t>(l.topology.topology.gpu_count())), s.sync);
+    CHECK(ranks > 0);
+    const SyncPlan plan = plan_sync(buckets, s.model, s.sync, ranks);
+    CHECK(plan.grad_bytes.bytes() == doctest::Approx(s.model.grad_bytes().bytes()));
+  }
+}
+
+TEST_CASE("shipped scenarios hold the numbers their comments cite") {
+  const LoadedScenario llama = load_shipped("llama-7b-4node-ib");
+  CHECK(llama.scenario.model.total_params() == doctest::Approx(6.74e9));
+  CHECK(llama.scenario.model.layers.size() == 34);  // embedding, 32 blocks, head
+  CHECK(llama.scenario.model.grad_bytes().bytes() == doctest::Approx(13.48e9));
+  CHECK(llama.topology.topology.gpu_count() == 32);
+  CHECK(llama.scenario.training.accumulation == 4);
+
+  const LoadedScenario resnet = load_shipped("resnet50-pcie-4gpu");
+  CHECK(resnet.scenario.model.total_params() == 25'557'032);  // torchvision resnet50
+  CHECK(resnet.scenario.model.layers.size() == 18);           // stem, 16 blocks, fc
+  CHECK(resnet.scenario.compute.forward.seconds() == doctest::Approx(34.4e-3));
+  const LoadedScenario resnet2 = load_shipped("resnet50-pcie-2node-10gbe");
+  CHECK(resnet2.scenario.model.total_params() == 25'557'032);
+  CHECK(resnet2.topology.topology.gpu_count() == 8);
+
+  const LoadedScenario clip = load_shipped("clip-vit-l14-dgx-a100");
+  CHECK(clip.scenario.model.total_params() == 427'616'513);  // OpenCLIP ViT-L-14: 427.62M
+  double image = 0.0;
+  for (const auto& l : clip.scenario.model.layers)
+    if (l.group == "image") image += l.params;
+  CHECK(image == 303'966'208);  // OpenCLIP: image 303.97M
+  // Backward starts with the text tower: the first bucket holds the text head.
+  const auto buckets = build_buckets(clip.scenario.model, clip.scenario.sync);
+  CHECK(clip.scenario.model.layers[buckets.front().layers.front()].name == "text.head");
+
+  const LoadedScenario ps = load_shipped("bert-large-ps-25gbe");
+  CHECK(ps.scenario.sync.strategy == SyncStrategy::ParameterServer);
+  CHECK(ps.scenario.sync.ps.servers == 8);
+  CHECK(ps.scenario.sync.ps.placement == PsPlacement::Colocated);
+  const LoadedScenario ar = load_shipped("bert-large-allreduce-25gbe");
+  CHECK(ar.scenario.model.total_params() == doctest::Approx(335e6));
+  CHECK(ar.scenario.model.layers.back().params == 2048);  // tied head: the final norm only
+}
+
+TEST_CASE("scenarios/default.yaml is the 7B scenario") {
+  const Scenario d = load_shipped("default").scenario;
+  const Scenario l = load_shipped("llama-7b-4node-ib").scenario;
+  CHECK(d.name == "default");
+  CHECK(d.topology.path == l.topology.path);
+  REQUIRE(d.model.layers.size() == l.model.layers.size());
+  for (std::size_t i = 0; i < d.model.layers.size(); ++i) {
+    CHECK(d.model.layers[i].params == l.model.layers[i].params);
+    CHECK(d.model.layers[i].backward == l.model.layers[i].backward);
+  }
+  CHECK(d.model.grad_dtype == l.model.grad_dtype);
+  CHECK(d.compute.forward == l.compute.forward);
+  CHECK(d.compute.optimizer == l.compute.optimizer);
+  CHECK(d.compute.samples_per_micro_batch == l.compute.samples_per_micro_batch);
+  CHECK(d.training.accumulation == l.training.accumulation);
+  CHECK(d.training.steps == l.training.steps);
+  CHECK(d.sync.bucket == l.sync.bucket);
+  CHECK(d.sync.overlap == l.sync.overlap);
+  CHECK(d.sync.algorithm == l.sync.algorithm);
+}
+
+TEST_CASE("--set edits the scenario and the topology before they are read") {
+  const LoadedScenario l = load_shipped(
+      "llama-7b-4node-ib", {"sync.bucket=50MiB", "topology_overrides.nodes=2",
+                            "training.accumulation=8", "sync.compression.method=int8"});
+  CHECK(l.scenario.sync.bucket.bytes() == 50.0 * 1048576.0);
+  CHECK(l.topology.topology.gpu_count() == 16);
+  CHECK(l.scenario.topology_overrides == std::vector<std::string>{"nodes=2"});
+  CHECK(l.scenario.training.accumulation == 8);
+  CHECK(l.scenario.sync.compression.method == CompressionMethod::Int8);
+  CHECK(l.scenario.sets.size() == 4);
+
+  // A key the file does not write is added: the topology's network.efficiency, a flow
+  // mapping for compression, a whole training block.
+  const LoadedScenario added =
+      load_shipped("llama-7b-4node-ib",
+                   {"topology_overrides.network.efficiency=0.5", "sync.compression.ratio=0.01",
+                    "sync.compression.method=topk", "gpus=8"});
+  bool halved = false;
+  for (const Link& link : added.topology.topology.links())
+    halved = halved || (link.fabric == Fabric::InfiniBand && link.efficiency == 0.5);
+  CHECK(halved);
+  CHECK(added.scenario.sync.compression.ratio == 0.01);
+  CHECK(added.scenario.gpus == 8u);
+
+  const LoadedScenario base = load_scenario_text(kBase, kInline, {"training.steps=7"});
+  CHECK(base.scenario.training.steps == 7);
+  CHECK(base.scenario.model.layers.size() == 10);
+  // --set a flow mapping, and the last of two --set on one key wins.
+  const LoadedScenario flow = load_scenario_text(
+      kBase, kInline, {"sync={overlap: none, bucket: 4MiB}", "model.layers=4", "model.layers=5"});
+  CHECK(flow.scenario.sync.overlap == Overlap::None);
+  CHECK(flow.scenario.sync.bucket.bytes() == 4.0 * 1048576.0);
+  CHECK(flow.scenario.model.layers.size() == 5);
+}
+
+TEST_CASE("topology_overrides in the scenario: dotted or nested keys, --set wins") {
+  const std::string text = kBase +
+                           "topology: ../topologies/pcie-4gpu-2node-10gbe.yaml\n"
+                           "topology_overrides:\n"
+                           "  nodes: 3\n"
+                           "  network.shape: single-switch\n"
+                           "  node: {nics: 2}\n";
+  // (kBase's topology: line is replaced below: two topology keys would be a duplicate.)
+  std::string scenario = text;
+  scenario.erase(scenario.find("topology: ../topologies/pcie-4gpu.yaml\n"),
+                 std::string("topology: ../topologies/pcie-4gpu.yaml\n").size());
+  const LoadedScenario l = load_scenario_text(scenario, kInline);
+  CHECK(l.topology.topology.gpu_count() == 12);
+  CHECK(l.topology.cluster->node.nics == 2);
+  CHECK(l.scenario.topology_overrides ==
+        std::vector<std::string>{"nodes=3", "network.shape=single-switch", "node.nics=2"});
+  const LoadedScenario set = load_scenario_text(scenario, kInline, {"topology_overrides.nodes=4"});
+  CHECK(set.topology.topology.gpu_count() == 16);
+}
+
+TEST_CASE("an inline topology mapping loads, and its errors point into the scenario") {
+  const std::string text = R"(name: inline
+topology:
+  nodes: 1
+  node:
+    gpus: 4
+    intra: {fabric: nvlink, bandwidth: 450GB/s, latency: 1us}
+model: {params: 1e9, grad_dtype: bf16}
+compute: {forward: 10ms, backward: 20ms, samples_per_micro_batch: 4}
+)";
+  const LoadedScenario l = load_scenario_text(text, kInline);
+  CHECK(l.scenario.topology.inline_mapping);
+  CHECK(l.topology.topology.gpu_count() == 4);
+  CHECK(load_scenario_text(text, kInline, {"topology.node.gpus=8"}).topology.topology.gpu_count() ==
+        8);
+  CHECK(load_scenario_text(text, kInline, {"topology_overrides.node.gpus=2"})
+            .topology.topology.gpu_count() == 2);
+
+  std::string bad = text;
+  bad.replace(bad.find("450GB/s"), 7, "450");
+  check_error_at(error_of(bad), 6, 40, "no unit");
+  const auto over = error_of(text, {"topology_overrides.node.gpus=0"});
+  REQUIRE(over.has_value());
+  CHECK(over->where().file == "--set topology_overrides.node.gpus=0");
+  CHECK(contains(over->reason(), "node.gpus"));
+}
+
+TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spellings") {
+  // Unknown key, with the closest valid one.
+  check_error_at(error_of(kBase + "sync:\n  bukcet: 25MiB\n"), 12, 3,
+                 "unknown key 'bukcet' in sync; did you mean 'bucket'?");
+  check_error_at(error_of(kBase + "trainig: {steps: 2}\n"), 11, 1, "did you mean 'training'?");
+  // A size without a unit.
+  check_error_at(error_of(kBase + "sync: {bucket: 50}\n"), 11, 16, "no unit");
+  // A time without a unit.
+  std::string no_time_unit = kBase;
+  no_time_unit.replace(no_time_unit.find("30ms"), 4, "30");
+  check_error_at(error_of(no_time_unit), 8, 12, "no unit");
+  // Bad enum values list what is accepted.
+  check_error_at(error_of(kBase + "sync: {overlap: sometimes}\n"), 11, 17,
+                 "'sometimes' is not one of none, bucketed or layerwise");
+  check_error_at(error_of(kBase + "sync: {strategy: allreduse}\n"), 11, 18,
+                 "(did you mean 'allreduce'?)");
+  std::string dtype = kBase;
+  dtype.replace(dtype.find("fp32"), 4, "fp64");
+  check_error_at(error_of(dtype), 5, 15, "fp32, fp16, bf16 or fp8");
+  // Ranges.
+  check_error_at(error_of(kBase + "training: {steps: 0}\n"), 11, 19, "between 1 and 10000");
+  check_error_at(error_of(kBase + "training: {accumulation: 0}\n"), 11, 26, "between 1 and");
+  check_error_at(error_of(kBase + "sync: {bucket: 512B}\n"), 11, 16, "between 1 KiB and 1 TiB");
+  check_error_at(error_of(kBase + "sync: {ps: {servers: 0}}\n"), 11, 22, "between 1 and 256");
+  check_error_at(error_of(kBase + "sync: {compression: {method: topk, ratio: 1.5}}\n"), 11, 43,
+                 "(0, 1]");
+  check_error_at(error_of(kBase + "sync: {compression: {method: topk}}\n"), 11, 21,
+                 "missing required key 'ratio'");
+  check_error_at(error_of(kBase + "sync: {compression: {method: none, encode_rate: 50GB/s}}\n"), 11,
+                 49, "applies when a compression method is set");
+  check_error_at(error_of(kBase + "gpus: 5\n"), 11, 7, "has 4 GPUs");
+  std::string params = kBase;
+  params.replace(params.find("25e6"), 4, "1e14");
+  check_error_at(error_of(params), 4, 11, "below 1e13");
+  std::string topo = kBase;
+  topo.replace(topo.find("pcie-4gpu.yaml"), 14, "pcie-4gpu-typo.yaml");
+  check_error_at(error_of(topo), 2, 11, "cannot open '../topologies/pcie-4gpu-typo.yaml'");
+}
+
+TEST_CASE("errors in models: presets and explicit layer lists") {
+  const std::string head = "name: m\ntopology: ../topologies/pcie-4gpu.yaml\n";
+  const std::string compute =
+      "compute: {forward: 10ms, backward: 20ms, samples_per_micro_batch: 1}\n";
+  // A transformer preset whose params is far from its formula.
+  check_error_at(error_of(head +
+                          "model: {params: 7e9, grad_dtype: bf16, layers: 32, hidden: 8192, "
+                          "vocab: 32000}\n" +
+                          compute),
+                 3, 17, "more than 25 %");
+  check_error_at(error_of(head + "model: {grad_dtype: bf16, layers: 32, hidden: 4096}\n" + compute),
+                 3, 8, "missing required key 'vocab'");
+  check_error_at(
+      error_of(head + "model: {params: 1e9, grad_dtype: bf16, seq_len: 128}\n" + compute), 3, 49,
+      "applies to the transformer preset");
+  // Explicit lists: times for all layers or none; never both layer times and compute totals.
+  const std::string mixed = head +
+                            "model:\n"
+                            "  grad_dtype: fp16\n"
+                            "  layers:\n"
+                            "    - {name: a, params: 1e6, forward: 1ms, backward: 2ms}\n"
+                            "    - {name: b, params: 1e6}\n" +
+                            "compute: {samples_per_micro_batch: 1}\n";
+  check_error_at(error_of(mixed), 7, 7, "model.layers.1: has no forward/backward");
+  const std::string both = head +
+                           "model:\n"
+                           "  grad_dtype: fp16\n"
+                           "  layers:\n"
+                           "    - {name: a, params: 1e6, forward: 1ms, backward: 2ms}\n" +
+                           compute;
+  check_error_at(error_of(both), 7, 20, "give their own times");
+  const std::string half = head +
+                           "model:\n"
+                           "  grad_dtype: fp16\n"
+                           "  layers: [{name: a, params: 1e6, forward: 1ms}]\n" +
+                           compute;
+  check_error_at(error_of(half), 5, 44, "forward and backward are given together");
+  const std::string repeat =
+      head +
+      "model:\n"
+      "  grad_dtype: fp16\n"
+      "  layers: [{name: a, params: 1e6, repeat: 3}, {name: b, params: 0}]\n" +
+      compute;
+  const LoadedScenario r = load_scenario_text(repeat, kInline);
+  REQUIRE(r.scenario.model.layers.size() == 4);
+  CHECK(r.scenario.model.layers[2].name == "a.2");
+  CHECK(r.scenario.model.layers[0].forward.seconds() == doctest::Approx(10e-3 / 3));  // ∝ params
+  CHECK(r.scenario.model.layers[3].forward.seconds() == 0.0);
+}
+
+TEST_CASE("errors in --set: named after the --set, not a file position") {
+  auto e = error_of(kBase, {"sync.bukcet=1MiB"});
+  REQUIRE(e.has_value());
+  CHECK(e->where().file == "--set sync.bukcet=1MiB");
+  CHECK(e->where().line == 0);
+  CHECK(std::string(e->what()) ==
+        "--set sync.bukcet=1MiB: error: unknown key 'bukcet' in sync; did you mean 'bucket'?");
+
+  e = error_of(kBase, {"modle.params=1e9"});
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "did you mean 'model'?"));
+
+  e = error_of(kBase, {"sync.bucket=5B"});
+  REQUIRE(e.has_value());
+  CHECK(std::string(e->what()) ==
+        "--set sync.bucket=5B: error: sync.bucket: must be between 1 KiB and 1 TiB, got 5 B");
+
+  e = error_of(kBase, {"model.params=25e6GB"});
+  REQUIRE(e.has_value());
+  CHECK(e->where().file == "--set model.params=25e6GB");
+  CHECK(contains(e->reason(), "expected a number"));
+
+  e = error_of(kBase, {"model.params.x=1"});
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "model.params is a single value"));
+
+  e = error_of(kBase, {"bucket 50MiB"});
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "expected KEY=VALUE"));
+
+  e = error_of(kBase, {"topology_overrides.nodse=2"});
+  REQUIRE(e.has_value());
+  CHECK(e->where().file == "--set topology_overrides.nodse=2");
+  CHECK(contains(e->reason(), "unknown key 'nodse'"));
+  CHECK(contains(e->reason(), "did you mean 'nodes'?"));
+
+  e = error_of(kBase, {"topology_overrides.node.intra.fabric=infiniband"});
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "'infiniband' is not one of nvlink or pcie"));
+
+  e = error_of(kBase, {"sync.bucket=8MiB", "sync.bucket.cap=8MiB"});
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "both set sync.bucket"));
+}
+
+TEST_CASE("topology override errors: at the override's value in the scenario") {
+  check_error_at(error_of(kBase + "topology_overrides: {nodes: 0}\n"), 11, 29, "in topology ");
+  const auto e = error_of(kBase + "topology_overrides: {nodes: 0}\n");
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "nodes: must be between 1 and 100000, got 0"));
+  // A network block added to a one-server topology still needs its other keys.
+  check_error_at(error_of(kBase + "topology_overrides:\n  network.fabric: roce\n"), 12, 19,
+                 "missing required key 'shape' in network");
+  // An error the override causes elsewhere stays in the topology file, and says so.
+  const auto network = error_of(kBase + "topology_overrides: {nodes: 2}\n");
+  REQUIRE(network.has_value());
+  CHECK(contains(network->where().file, "pcie-4gpu.yaml"));
+  CHECK(network->where().line > 0);
+  CHECK(contains(network->reason(), "missing required key 'network'"));
+  CHECK(contains(network->reason(), "(with overrides nodes=2)"));
+}
