@@ -67,6 +67,7 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
       {"samples_per_s", m.samples_per_s},
       {"scaling_efficiency", m.scaling_efficiency},
       {"scaling_efficiency_vs_one_node", r.scaling_vs_one_node},
+      {"one_node_samples_per_s", r.one_node_samples_per_s},
       {"grad_bytes_per_sync", r.sync_plan.grad_bytes.bytes()},
       {"wire_bytes_per_sync", r.sync_plan.wire_bytes.bytes()},
       {"buckets", r.buckets.size()},

@@ -52,9 +52,8 @@ constexpr double kMaxBucketBytes = 1099511627776.0;  // 1 TiB
 // not by more than this: beyond, hidden/vocab/layers are probably wrong.
 constexpr double kMaxPresetMismatch = 0.25;
 
-const std::vector<std::string> kTopKeys{"name", "description", "topology", "topology_overrides",
-                                        "gpus", "model",       "compute",  "training",
-                                        "sync"};
+const std::vector<std::string> kTopKeys{"name",  "topology", "topology_overrides", "gpus",
+                                        "model", "compute",  "training",           "sync"};
 const std::vector<std::string> kModelKeys{"params", "grad_dtype", "layers",        "hidden",
                                           "vocab",  "seq_len",    "tie_embeddings"};
 const std::vector<std::string> kLayerKeys{"name",  "params", "forward", "backward",
@@ -576,14 +575,15 @@ class TextPatch {
 // The scenario's --set keys must name scenario keys: an unknown one is reported at the --set,
 // with the closest valid key.
 void check_set_path(const Override& o) {
-  std::string schema;
+  std::string schema;  // "model.layers.#" for any list entry
+  std::string shown;   // "model.layers.3"
   for (std::size_t d = 0; d < o.path.size(); ++d) {
     const std::vector<std::string>* keys = scenario_keys_at(schema);
     if (keys == nullptr) return;
     const std::string& key = o.path[d];
     if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
       const std::string near = config::closest_match(key, *keys);
-      const std::string where = schema.empty() ? "at top level" : "in " + schema;
+      const std::string where = shown.empty() ? "at top level" : "in " + shown;
       throw ConfigError(
           o.origin,
           near.empty()
@@ -591,9 +591,10 @@ void check_set_path(const Override& o) {
               : fmt::format("unknown key '{}' {}; did you mean '{}'?", key, where, near));
     }
     schema += (schema.empty() ? "" : ".") + key;
+    shown += (shown.empty() ? "" : ".") + key;
     if (schema == "model.layers" && d + 1 < o.path.size()) {
       schema += ".#";
-      ++d;
+      shown += "." + o.path[++d];
     }
   }
 }
@@ -967,7 +968,6 @@ LoadedScenario load(const std::string& text, const std::string& file,
     sc.file = file;
     sc.sets = sets;
     sc.name = top.opt_string("name").value_or(fs::path(file).stem().string());
-    (void)top.opt_string("description");
 
     ComputeDraft compute = read_compute(top);
     sc.model = read_model(top, compute);

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""End-to-end physics of `gradsync run` (issue: scenario runner, DESIGN.md §1): each check runs
+the CLI on a shipped scenario with --set overrides and asserts a relation that fails if the
+model is wrong. Usage: GRADSYNC=path/to/gradsync scenario_physics_test.py SCENARIOS_DIR"""
+import json
+import os
+import subprocess
+import sys
+
+GRADSYNC = os.environ.get("GRADSYNC", "gradsync")
+SCENARIOS = sys.argv[1] if len(sys.argv) > 1 else "scenarios"
+passed = failed = 0
+
+
+def run(scenario, *sets):
+    cmd = [GRADSYNC, "run", os.path.join(SCENARIOS, scenario), "--json"]
+    for s in sets:
+        cmd += ["--set", s]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def check(what, ok, detail):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {detail}")
+
+
+resnet2 = "resnet50-pcie-2node-10gbe.yaml"
+bert_ps = "bert-large-ps-25gbe.yaml"
+bert_ar = "bert-large-allreduce-25gbe.yaml"
+
+# 1. No overlap: the step is at least compute + communication.
+r = run(resnet2, "sync.overlap=none")
+check("no overlap => step >= compute + comm",
+      r["step_time_s"] >= r["compute_time_s"] + r["comm_time_s"] - 1e-9,
+      f"step {r['step_time_s']:.6f} s, compute {r['compute_time_s']:.6f} + comm {r['comm_time_s']:.6f}")
+
+# 2. Overlap reduces exposed communication.
+b = run(resnet2, "sync.overlap=bucketed")
+check("bucketed overlap exposes less communication than none",
+      b["exposed_comm_s"] < r["exposed_comm_s"],
+      f"{b['exposed_comm_s']:.6f} s vs {r['exposed_comm_s']:.6f} s")
+
+# 3. Accumulation k divides synchronizations per sample by k.
+a1 = run(resnet2, "training.accumulation=1")
+a4 = run(resnet2, "training.accumulation=4")
+per_sample_1 = a1["comm_time_s"] / a1["samples_per_step"]
+per_sample_4 = a4["comm_time_s"] / a4["samples_per_step"]
+check("accumulation 4 divides communication per sample by 4",
+      abs(per_sample_1 / per_sample_4 - 4.0) < 1e-6,
+      f"ratio {per_sample_1 / per_sample_4:.6f}")
+
+# 4. int8 halves fp16 bytes on the wire.
+dense = run(bert_ar)
+int8 = run(bert_ar, "sync.compression.method=int8")
+check("int8 halves fp16 wire bytes", abs(int8["wire_bytes_per_sync"] * 2 - dense["wire_bytes_per_sync"]) <= 64,
+      f"{int8['wire_bytes_per_sync']:.0f} B vs {dense['wire_bytes_per_sync']:.0f} B")
+
+# 5. A parameter server with 1 server is much slower than with 4 (incast at one NIC).
+ps1 = run(bert_ps, "sync.ps.servers=1")
+ps4 = run(bert_ps, "sync.ps.servers=4")
+check("ps with 1 server is much slower than with 4", ps1["step_time_s"] > 2.0 * ps4["step_time_s"],
+      f"{ps1['step_time_s']:.3f} s vs {ps4['step_time_s']:.3f} s")
+
+# 6. A communication-heavy model on two servers over 1 GbE is slower than on one server.
+pair = run(resnet2, "topology_overrides.node.nic_bandwidth=1Gbps")
+check("two servers on 1 GbE train slower than one server",
+      pair["samples_per_s"] < pair["one_node_samples_per_s"],
+      f"{pair['samples_per_s']:.1f} samples/s on {pair['nodes']} servers vs "
+      f"{pair['one_node_samples_per_s']:.1f} on one")
+
+# 7. Verdict follows the 30 % rule.
+for res in (r, b, pair, dense):
+    share = res["exposed_comm_s"] / res["step_time_s"]
+    expected = "communication-bound" if share > 0.30 else "compute-bound"
+    check(f"verdict for exposed share {share:.2f}", res["verdict"] == expected, res["verdict"])
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(0 if failed == 0 else 1)
