@@ -194,6 +194,15 @@ TEST_CASE("--set edits the scenario and the topology before they are read") {
   CHECK(flow.scenario.sync.overlap == Overlap::None);
   CHECK(flow.scenario.sync.bucket.bytes() == 4.0 * 1048576.0);
   CHECK(flow.scenario.model.layers.size() == 5);
+  // A flow mapping in the file is replaced whole (quotes, braces in comments and all).
+  const LoadedScenario whole = load_scenario_text(
+      kBase + "sync: {overlap: 'none', bucket: \"4MiB\", algorithm: ring}  # not a } brace\n",
+      kInline, {"sync={overlap: layerwise}", "training.steps=2"});
+  CHECK(whole.scenario.sync.overlap == Overlap::Layerwise);
+  CHECK(whole.scenario.sync.bucket == kDdpBucketBytes);
+  CHECK(whole.scenario.sync.algorithm == SyncAlgorithm::Auto);
+  CHECK(load_shipped("llama-7b-4node-ib", {"sync.compression={method: int8}"})
+            .scenario.sync.compression.method == CompressionMethod::Int8);
 }
 
 TEST_CASE("topology_overrides in the scenario: dotted or nested keys, --set wins") {

@@ -56,9 +56,10 @@ struct TransformerShape {
 //
 // Compute split: total forward/backward times are shared in proportion to each layer's forward
 // FLOPs per token — a block 24h² + 4·s·h (Narayanan et al. 2021, "Efficient Large-Scale
-// Language Model Training on GPU Clusters Using Megatron-LM", eq. 3: 24·B·s·h² + 4·B·s²·h per
-// layer), the head 2·h·vocab (its matmul), the embedding 0 (a lookup; its backward is a
-// scatter-add). Backward gets the same shares (≈ 2× forward for every matmul).
+// Language Model Training on GPU Clusters Using Megatron-LM": the forward FLOPs behind their
+// eq. 3, 24·B·s·h² + 4·B·s²·h per layer), the head 2·h·vocab (its matmul), the embedding 0 (a
+// lookup; its backward is a scatter-add). Backward gets the same shares (≈ 2× forward for
+// every matmul).
 [[nodiscard]] std::vector<LayerSpec> transformer_layers(const TransformerShape& shape,
                                                         std::optional<double> params,
                                                         Seconds forward, Seconds backward);
@@ -117,9 +118,11 @@ struct SyncPlan {
 // Quantized buckets stay AllReduces (re-quantization at each reduction hop is folded into the
 // codec cost). Top-K keeps k = ceil(ratio · elements) (index, value) pairs per rank: a 4-byte
 // index plus the gradient dtype's value. Pairs cannot be summed in a ring, so under allreduce
-// the bucket becomes an AllGather of n·k pairs (S = n · k · pair bytes) — the saving is n·ratio·
-// (pair/element) of dense, not `ratio`. Under ps/async-ps the servers sum the sparse pushes and
-// return the top-k of the sum (global top-k), so push and pull carry k pairs.
+// the bucket becomes an AllGather of n·k pairs (S = n · k · pair bytes): each rank receives
+// (n−1)·k pairs, n·ratio·(pair/element)/2 of the 2(n−1)/n·dense bytes a ring AllReduce moves per
+// rank — not `ratio`, and more than dense once n·ratio·pair/element > 2. Under ps/async-ps the
+// servers sum the sparse pushes and return the top-k of the sum (global top-k), so push and
+// pull carry k pairs.
 // Codec time: encode = dense bytes × (1 + 2·error_feedback) / encode_rate (error feedback reads
 // and writes a residual as large as the gradient); decode = bytes received / decode_rate.
 // `ranks` = data-parallel ranks (workers).

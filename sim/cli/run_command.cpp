@@ -74,6 +74,7 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
       {"algorithms", algorithms},
       {"codec_time_s", r.timeline.codec_time.seconds()},
       {"staleness_steps", r.timeline.staleness_steps},
+      {"staleness_updates", m.staleness_updates},
       {"steps", sc.training.steps},
       {"total_time_s", r.total_time.seconds()},
       {"bottleneck", bottleneck},
@@ -117,20 +118,24 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   };
   row("step time", m.step_time, fmt::format("({} steps: {})", sc.training.steps,
                                             format_time(r.total_time)));
+  const bool async = sc.sync.strategy == SyncStrategy::AsyncParameterServer;
   row("compute", m.compute_time,
-      fmt::format("{} of the step: {} × (forward {} + backward {}) + optimizer {}",
+      fmt::format("{} of the step: {} × (forward {} + backward {}){}",
                   percent(step > 0 ? m.compute_time.seconds() / step : 0),
                   sc.training.accumulation, format_time(sc.compute.forward),
-                  format_time(sc.compute.backward), format_time(sc.compute.optimizer)));
+                  format_time(sc.compute.backward),
+                  async ? " (the servers run the optimizer)"
+                        : " + optimizer " + format_time(sc.compute.optimizer)));
   row("communication", m.comm_time,
       fmt::format("sum of the bucket collectives ({:.2f}× compute)", m.comm_compute_ratio));
   row("exposed communication", m.exposed_comm,
       fmt::format("{} of the step (GPU waiting for gradients)",
                   percent(step > 0 ? m.exposed_comm.seconds() / step : 0)));
   if (t.codec_time.seconds() > 0) row("compression codec", t.codec_time, "encode + decode");
-  if (t.staleness_steps > 0)
-    std::cout << fmt::format("  {:<22}{:>12}   steps behind (async-ps)\n", "staleness",
-                             t.staleness_steps);
+  if (async)
+    std::cout << fmt::format("  {:<22}{:>12}   steps a worker runs ahead of its own update; "
+                             "{} updates from all workers in between (async-ps)\n",
+                             "staleness", t.staleness_steps, m.staleness_updates);
   std::cout << fmt::format("  {:<22}{:>12}\n", "GPU utilization", percent(m.gpu_utilization));
   std::cout << fmt::format("  {:<22}{:>12.1f}   samples/s ({:.0f} samples per step)\n",
                            "throughput", m.samples_per_s, m.samples_per_step);

@@ -399,18 +399,26 @@ class TextPatch {
     }
     if (node.Style() != YAML::EmitterStyle::Flow || (c != '{' && c != '[')) return std::nullopt;
     int depth = 0;
+    char last = ' ';  // the last character outside spaces: a quote after it opens a scalar
     for (std::size_t j = pos; j < t.size(); ++j) {
       const char d = t[j];
-      if (d == '"' || d == '\'') {
+      if ((d == '"' || d == '\'') &&
+          std::string_view("{[,:").find(last) != std::string_view::npos) {
         for (++j; j < t.size() && t[j] != d; ++j)
           if (d == '"' && t[j] == '\\') ++j;
-      } else if (d == '#' && j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t')) {
-        while (j < t.size() && t[j] != '\n') ++j;
-      } else if (d == '{' || d == '[') {
+        last = d;
+        continue;
+      }
+      if (d == '#' && (t[j - 1] == ' ' || t[j - 1] == '\t')) {
+        while (j + 1 < t.size() && t[j + 1] != '\n') ++j;
+        continue;
+      }
+      if (d == '{' || d == '[') {
         ++depth;
       } else if ((d == '}' || d == ']') && --depth == 0) {
         return j + 1;
       }
+      if (d != ' ' && d != '\t' && d != '\n' && d != '\r') last = d;
     }
     return std::nullopt;
   }

@@ -291,9 +291,11 @@ SyncPlan plan_sync(std::span<const Bucket> buckets, const ModelSpec& model, cons
   if (c.method == CompressionMethod::TopK && allreduce)
     plan.notes.push_back(fmt::format(
         "top-k (index, value) pairs cannot be summed in a ring: each bucket is an AllGather of "
-        "{} ranks x {:.3g}% of its elements x {} bytes per pair, {:.3g}% of the dense bytes "
-        "(not {:.3g}%)",
-        ranks, 100.0 * c.ratio, bpg + kIndexBytes, 100.0 * ratio, 100.0 * c.ratio));
+        "{} ranks x {:.3g}% of its elements x {} bytes per pair (size {:.3g}% of the dense "
+        "bytes); each rank receives {:.3g}% of what a ring AllReduce of the dense gradients "
+        "moves, not {:.3g}%",
+        ranks, 100.0 * c.ratio, bpg + kIndexBytes, 100.0 * ratio, 100.0 * ratio / 2.0,
+        100.0 * c.ratio));
   if (c.method == CompressionMethod::TopK && !allreduce)
     plan.notes.push_back(fmt::format(
         "top-k under a parameter server: servers sum the sparse pushes and return the top-k of "
