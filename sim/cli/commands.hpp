@@ -11,5 +11,6 @@ namespace gradsync::cli {
 void add_topo_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_estimate_command(CLI::App& app);
 
 }  // namespace gradsync::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   gradsync::cli::add_topo_command(app);
   gradsync::cli::add_run_command(app);
   gradsync::cli::add_bench_command(app);
+  gradsync::cli::add_estimate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,11 +7,14 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 #include <tuple>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "gradsync/engine.hpp"
+#include "gradsync/nccl_model.hpp"
 #include "gradsync/platform.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -45,6 +48,19 @@ struct Simulation::Impl {
   };
   std::unordered_map<std::uint64_t, FlowLatency> latency_multiplier;
 
+  // software: nccl — NCCL's per-collective and per-step overheads (nccl_model.hpp). The
+  // link class of every routed pair, NCCL's bus bandwidth estimate and intra-node class are
+  // fixed per platform; `nccl_cost` is computed once per run.
+  bool nccl = false;
+  BytesPerSecond nccl_bus_bandwidth{0.0};
+  LinkClass nccl_intra = LinkClass::NvLink;
+  std::unordered_map<std::uint64_t, LinkClass> route_class;
+  std::optional<NcclStepCost> nccl_run_cost;
+  // Scale of the next Comm's latency (read by the latency model while Comm::start() runs):
+  // 0 for a message that follows the previous one on its connection (NCCL keeps several
+  // slots in flight, so its latency hides behind that message), 1 otherwise.
+  double next_latency_scale = 1.0;
+
   // The run in progress.
   const Plan* plan = nullptr;
   const std::vector<DeviceId>* ranks = nullptr;
@@ -71,6 +87,11 @@ struct Simulation::Impl {
     argv.push_back(nullptr);
     argc = static_cast<int>(args_storage.size());
     engine = std::make_unique<sg4::Engine>(&argc, argv.data());
+    nccl = topo.software() == SoftwareModel::Nccl;
+    if (nccl) {
+      nccl_bus_bandwidth = nccl_bus_bandwidth_estimate(topo);
+      nccl_intra = nccl_intra_class(topo);
+    }
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { on_complete(a); });
   }
 
@@ -79,11 +100,21 @@ struct Simulation::Impl {
     PlatformOptions options;
     options.ecmp_seed = ecmp_seed;
     options.latency_model = [this](Bytes, DeviceId src, DeviceId dst, Seconds route_latency) {
-      const auto it = latency_multiplier.find(pair_key(src, dst));
-      if (it == latency_multiplier.end()) return route_latency;
-      return route_latency * it->second.steps + Seconds(it->second.extra_s);
+      const std::uint64_t key = pair_key(src, dst);
+      const auto it = latency_multiplier.find(key);
+      if (it != latency_multiplier.end())  // flow fidelity: the phase's whole latency
+        return route_latency * it->second.steps + Seconds(it->second.extra_s);
+      if (nccl_run_cost) {  // step fidelity under NCCL: its per-hop latency covers the wire
+        const auto c = route_class.find(key);
+        const Seconds per_step =
+            nccl_run_cost->per_step(c == route_class.end() ? LinkClass::Net : c->second);
+        return nccl_step_latency(route_latency, per_step) * next_latency_scale;
+      }
+      return route_latency;
     };
     platform = build_platform(*engine, *topology, router, pairs, options);
+    for (const PlatformRoute& r : platform.routes)
+      route_class[pair_key(r.src, r.dst)] = route_link_class(*topology, r.route);
     built = true;
   }
 
@@ -100,14 +131,21 @@ struct Simulation::Impl {
 
   void start_comm(DeviceId src, DeviceId dst, Bytes bytes, TransferId id) {
     count_link_bytes(src, dst, bytes.bytes());
+    // NCCL protocols below Simple's bandwidth (LL, LL128, Tree's correction) move the same
+    // payload more slowly: send bytes / factor (LL's flag words really do cross the links).
+    const double wire = nccl_run_cost && nccl_run_cost->bandwidth_factor > 0.0
+                            ? bytes.bytes() / nccl_run_cost->bandwidth_factor
+                            : bytes.bytes();
     auto comm = sg4::Comm::sendto_init(platform.device_hosts.at(src), platform.device_hosts.at(dst));
-    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes.bytes())));
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(wire)));
     in_flight.emplace(comm.get(), std::make_pair(comm, id));
     ++started;
     comm->start();
   }
 
-  void start_transfer(TransferId id) {
+  // `released_by` is the dependency whose arrival made the transfer ready (kNoTransfer at
+  // the start of a run).
+  void start_transfer(TransferId id, TransferId released_by = kNoTransfer) {
     const Transfer& t = plan->transfers[id];
     const DeviceId src = (*ranks)[t.src];
     const DeviceId dst = (*ranks)[t.dst];
@@ -115,7 +153,12 @@ struct Simulation::Impl {
       ready.push_back(id);  // same GPU: no network, completes at once
       return;
     }
+    // Under NCCL a message released by the previous send on its connection (its data was
+    // already there) streams behind that send: no new latency.
+    next_latency_scale =
+        nccl_run_cost && released_by != kNoTransfer && released_by == t.dep1 ? 0.0 : 1.0;
     start_comm(src, dst, plan->bytes_of(t), id);
+    next_latency_scale = 1.0;
   }
 
   void release(TransferId id) {
@@ -131,7 +174,7 @@ struct Simulation::Impl {
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       for (std::uint32_t i = succ_offset[done]; i < succ_offset[done + 1]; ++i) {
         const TransferId s = succ[i];
-        if (--pending[s] == 0) start_transfer(s);
+        if (--pending[s] == 0) start_transfer(s, done);
       }
     }
   }
@@ -166,10 +209,24 @@ struct Simulation::Impl {
     const double t0 = sg4::Engine::get_clock();
     last_arrival = t0;
     const Fidelity fidelity = resolve_fidelity(requested, p);
+    nccl_run_cost.reset();
+    if (nccl && p.ranks > 1) {
+      std::set<int> nodes;
+      for (std::uint32_t r = 0; r < p.ranks; ++r) nodes.insert(topology->device(rank_devices[r]).node);
+      NcclOptions opts;
+      opts.channels = p.channels;
+      nccl_run_cost = nccl_cost(p.algorithm, p.op, p.ranks,
+                                static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1)),
+                                nccl_intra, p.total_bytes, nccl_bus_bandwidth, opts);
+    }
     if (fidelity == Fidelity::Flow)
       run_flows(p, rank_devices);
     else
       run_steps(p);
+    // NCCL's base latency: once per collective, before its first message (flow fidelity
+    // already charges it in every flow's latency).
+    if (nccl_run_cost && fidelity == Fidelity::Step) last_arrival += nccl_run_cost->base.seconds();
+    nccl_run_cost.reset();
     if (!in_flight.empty() || !ready.empty())
       throw std::logic_error("Simulation::run_plan: transfers left unfinished");
     plan = nullptr;
@@ -209,6 +266,7 @@ struct Simulation::Impl {
     if (phases.empty())
       phases.push_back(Plan::Phase{static_cast<TransferId>(p.transfers.size()), p.steps, Bytes(0.0)});
     TransferId begin = 0;
+    std::size_t phase_index = 0;
     for (const Plan::Phase& phase : phases) {
       // One flow per (pair, channel): channels are separate connections (NCCL channels, the
       // two trees), and merging them would make unequal flows that max-min shares unevenly.
@@ -224,13 +282,32 @@ struct Simulation::Impl {
       begin = phase.end;
       latency_multiplier.clear();
       const double steps = std::max<std::uint32_t>(phase.steps, 1);
+      // Under NCCL every flow of the first phase pays NCCL's latency for the whole collective
+      // (base + intra and inter steps, each at least the route's own latency); later phases
+      // add only their fill. Without a software model, `steps` route latencies per phase.
+      Seconds intra_latency{0.0}, inter_latency{0.0};
+      if (nccl_run_cost)
+        for (const auto& [pair, b] : bytes) {
+          const PlatformRoute* route = platform.find_route(pair.first, pair.second);
+          if (route == nullptr) continue;
+          Seconds& slot = route_class[pair_key(pair.first, pair.second)] == LinkClass::Net
+                              ? inter_latency : intra_latency;
+          slot = std::max(slot, route->latency);
+        }
+      const Seconds collective_latency =
+          nccl_run_cost && phase_index == 0
+              ? nccl_collective_latency(*nccl_run_cost, intra_latency, inter_latency)
+              : Seconds(0.0);
       for (const auto& [pair, b] : bytes) {
         const PlatformRoute* route = platform.find_route(pair.first, pair.second);
         const double fill_s =
             route != nullptr && route->bottleneck.bytes_per_second() > 0.0
                 ? phase.fill.bytes() / route->bottleneck.bytes_per_second() : 0.0;
-        latency_multiplier[pair_key(pair.first, pair.second)] = FlowLatency{steps, fill_s};
+        latency_multiplier[pair_key(pair.first, pair.second)] =
+            nccl_run_cost ? FlowLatency{0.0, collective_latency.seconds() + fill_s}
+                          : FlowLatency{steps, fill_s};
       }
+      ++phase_index;
       flows_left = flows.size();
       for (const auto& [key, b] : flows)
         start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
