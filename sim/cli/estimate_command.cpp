@@ -72,7 +72,7 @@ std::uint32_t parse_count(const std::string& option, const std::string& text, do
                           double hi) {
   const double value = parse_number(option, text);
   if (value != std::floor(value) || value < lo || value > hi)
-    bad(option, fmt::format("\"{}\" must be a whole number from {:g} to {:g}", text, lo, hi));
+    bad(option, fmt::format("\"{}\" must be a whole number from {:.0f} to {:.0f}", text, lo, hi));
   return static_cast<std::uint32_t>(value);
 }
 
@@ -80,7 +80,7 @@ EstimateRequest make_request(const EstimateOptions& o) {
   EstimateRequest r;
   r.params = with_unit("--params", o.params, parse_param_count);
   if (!(r.params > 0.0) || r.params > kMaxEstimateParams)
-    bad("--params", fmt::format("{} parameters is outside (0, {:g}]", o.params, kMaxEstimateParams));
+    bad("--params", fmt::format("{} parameters is outside (0, 1e14]", o.params));
   const auto dtype = grad_dtype_from_string(o.dtype);
   if (!dtype) bad("--dtype", fmt::format("unknown dtype \"{}\" (fp32, fp16, bf16 or fp8)", o.dtype));
   r.dtype = *dtype;
@@ -160,7 +160,7 @@ nlohmann::ordered_json estimate_json(const SyncEstimate& e) {
   out["per_micro_batch_s"] = per_micro;
   out["algbw_GBps"] = algbw;
   out["busbw_GBps"] = busbw;
-  out["compute_time_s"] = r.compute ? J(r.compute->seconds()) : J(nullptr);
+  out["compute_per_micro_batch_s"] = r.compute ? J(r.compute->seconds()) : J(nullptr);
   out["step_compute_time_s"] = e.step_compute ? J(e.step_compute->seconds()) : J(nullptr);
   if (e.step_compute) {
     out["sync_share_no_overlap"] = share;
@@ -190,27 +190,39 @@ void add_estimate_command(CLI::App& app) {
       "estimate", "back-of-the-envelope sync time from closed forms (instant, no simulation)");
   cmd->add_option("--params", opts->params,
                   "parameters: 7e9, or with K/M/B/T = 1e3/1e6/1e9/1e12 (7B, 350M)")
+      ->type_name("COUNT")
       ->required();
-  cmd->add_option("--dtype", opts->dtype, "gradient dtype: fp32 | fp16 | bf16 | fp8")->required();
+  cmd->add_option("--dtype", opts->dtype, "gradient dtype: fp32 | fp16 | bf16 | fp8")
+      ->type_name("DTYPE")
+      ->required();
   cmd->add_option("--bandwidth", opts->bandwidth,
                   "line rate per GPU, with its unit (10Gbps, 50GB/s)")
+      ->type_name("RATE")
       ->required();
   cmd->add_option("--latency", opts->latency, "latency per algorithm step, with its unit (50us)")
+      ->type_name("TIME")
       ->required();
   cmd->add_option("--gpus", opts->gpus, "data-parallel GPUs n (parameter server: workers)")
+      ->type_name("N")
       ->required();
   cmd->add_option("--efficiency", opts->efficiency,
-                  "share of line rate carrying payload, (0, 1] (default 0.6)");
+                  "share of line rate carrying payload, (0, 1] (default 0.6)")
+      ->type_name("E");
   cmd->add_option("--accumulation", opts->accumulation,
-                  "micro-batches per optimizer step; one sync per step (default 1)");
-  cmd->add_option("--ps-servers", opts->ps_servers, "dedicated parameter servers k (default 1)");
+                  "micro-batches per optimizer step; one sync per step (default 1)")
+      ->type_name("K");
+  cmd->add_option("--ps-servers", opts->ps_servers, "dedicated parameter servers k (default 1)")
+      ->type_name("K");
   cmd->add_option("--gpus-per-node", opts->gpus_per_node,
-                  "GPUs per node g, for hierarchical AllReduce (with --intra-bandwidth)");
+                  "GPUs per node g, for hierarchical AllReduce (with --intra-bandwidth)")
+      ->type_name("G");
   cmd->add_option("--intra-bandwidth", opts->intra_bandwidth,
-                  "intra-node line rate per GPU, with its unit (450GB/s)");
+                  "intra-node line rate per GPU, with its unit (450GB/s)")
+      ->type_name("RATE");
   cmd->add_option("--compute", opts->compute,
                   "compute (forward + backward) of one micro-batch on one GPU, with its unit "
-                  "(360ms): shows the step share of the sync with no overlap");
+                  "(360ms): shows the step share of the sync with no overlap")
+      ->type_name("TIME");
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->callback([opts] { run_estimate(*opts); });
 }

@@ -95,7 +95,7 @@ std::string format_optional_rate(const std::optional<BytesPerSecond>& r) {
   return r ? format_rate(*r) : std::string("-");
 }
 
-std::string format_percent(double share) { return fmt::format("{:.1f} %", share * 100.0); }
+std::string format_percent(double share) { return fmt::format("{:.3g} %", share * 100.0); }
 
 void check_request(const EstimateRequest& r) {
   auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
@@ -285,17 +285,24 @@ std::string format_estimate(const SyncEstimate& e) {
     line(text + "  " + formula(a->algorithm));
   }
   if (!e.hierarchical)
-    line(fmt::format("{:<13} skipped: give --gpus-per-node and --intra-bandwidth", "hierarchical"));
+    line(fmt::format("{:<13} skipped: give {}", "hierarchical",
+                     r.gpus_per_node ? "--intra-bandwidth too"
+                     : r.intra_bandwidth ? "--gpus-per-node too"
+                                         : "--gpus-per-node and --intra-bandwidth"));
   line("");
-  line("S = grad bytes, B = bandwidth x efficiency, a = latency per step, n = GPUs. busbw is "
-       "nccl-tests' AllReduce busbw (algbw x 2(n-1)/n): compare it with all_reduce_perf.");
+  line("S = grad bytes, B = bandwidth x efficiency, a = latency per step, n = GPUs.");
+  line("naive counts S once; an AllReduce moves ~2(n-1)/n S through each GPU port (see ring).");
+  line("busbw = algbw x 2(n-1)/n, nccl-tests' AllReduce convention: compare with all_reduce_perf.");
+  if (amortized)
+    line(fmt::format("/micro-b.: one sync per {} micro-batches, amortized (time / {}).",
+                     r.accumulation, r.accumulation));
   if (share) {
-    line(fmt::format("of step: sync / (compute + sync) with no overlap, compute = {} x {} = {} "
-                     "per optimizer step; above {} the step is communication-bound (rule of "
-                     "thumb): adding GPUs buys little; fix the network, overlap, accumulate or "
-                     "compress first.",
-                     r.accumulation, format_duration(*r.compute), format_duration(*e.step_compute),
-                     format_percent(kCommunicationBoundShare)));
+    line(fmt::format("of step: sync / (compute + sync) with no overlap; compute = {} x {} = {} "
+                     "per optimizer step.",
+                     r.accumulation, format_duration(*r.compute), format_duration(*e.step_compute)));
+    line(fmt::format("Above {} the step is communication-bound (rule of thumb): adding GPUs buys "
+                     "little;", format_percent(kCommunicationBoundShare)));
+    line("fix the network, overlap, accumulate or compress first.");
     std::string verdicts;
     for (const AlgorithmEstimate* a : e.rows())
       verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", to_string(a->algorithm),
