@@ -860,3 +860,61 @@ TEST_CASE("ring plans with per-channel orders are correct and move the same byte
   RingOptions wrong_count{2, 1, {{0, 1, 2, 3}}};
   CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, wrong_count), std::invalid_argument);
 }
+
+// ---- NVLS (NVLink SHARP) ----------------------------------------------------------------------
+
+TEST_CASE("nvls: the NVSwitch reduces, each GPU sends and receives S once, pipelined") {
+  for (const std::uint32_t n : {1U, 2U, 3U, 8U, 16U}) {
+    for (const std::uint32_t p : {1U, 2U, 7U, 64U}) {
+      CAPTURE(n);
+      CAPTURE(p);
+      const Bytes s{1000.0 * p + 3};
+      const Plan plan = plan_nvls_allreduce(n, s, {.pipeline = p});
+      REQUIRE_PLAN_OK(plan);
+      CHECK(plan.algorithm == Algorithm::Nvls);
+      CHECK(plan.ranks == n + 1);
+      CHECK(plan.contributors == n);
+      CHECK(plan.steps == 2);
+      CHECK(plan.chunks() == p);
+      CHECK(plan.transfers.size() == std::size_t{2} * n * p);
+      for (std::uint32_t c = 0; c < p; ++c) CHECK(plan.chunk_owner[c] == n);
+      const auto sent = plan.bytes_sent_per_rank();
+      const auto received = plan.bytes_received_per_rank();
+      for (std::uint32_t i = 0; i < n; ++i) {
+        CHECK(sent[i].bytes() == s.bytes());
+        CHECK(received[i].bytes() == s.bytes());
+      }
+      CHECK(sent[n].bytes() == n * s.bytes());
+      CHECK(received[n].bytes() == n * s.bytes());
+      // Pipelined: pushes and pulls share one phase; unpipelined: push | pull.
+      CHECK(plan.phases.size() == (p > 1 ? 1U : 2U));
+      // Pushes stream behind the previous push on the port (dep1), no data dependency.
+      for (const Transfer& t : plan.transfers)
+        if (t.dst == n && t.chunk > 0) {
+          CHECK(t.dep0 == kNoTransfer);
+          REQUIRE(t.dep1 != kNoTransfer);
+          CHECK(plan.transfers[t.dep1].src == t.src);
+          CHECK(plan.transfers[t.dep1].chunk == t.chunk - 1);
+        }
+    }
+  }
+  CHECK(to_string(Algorithm::Nvls) == "nvls");
+  CHECK(algorithm_from_string("nvls") == Algorithm::Nvls);
+  CHECK_THROWS_AS((void)plan_nvls_allreduce(0, Bytes(8.0)), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_nvls_allreduce(4, Bytes(8.0), {.pipeline = 0}), std::invalid_argument);
+}
+
+TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch is rank n") {
+  CollectiveRequest r;
+  r.algorithm = Algorithm::Nvls;
+  r.ranks = 8;
+  r.bytes = Bytes(64.0 * 1048576.0);
+  const Plan plan = plan_collective(r);
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.ranks == 9);
+  CHECK(plan.chunks() == 256);  // one per 256 KiB, at most 256
+  r.bytes = Bytes(1000.0);
+  CHECK(plan_collective(r).chunks() == 1);
+  r.op = CollectiveOp::ReduceScatter;
+  CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
+}

@@ -378,3 +378,26 @@ TEST_CASE("bus bandwidth estimate from a topology") {
   CHECK(nccl_bus_bandwidth_estimate(pcie).gigabytes_per_second() == doctest::Approx(24.0));
   CHECK(nccl_intra_class(pcie) == LinkClass::Pci);
 }
+
+TEST_CASE("nccl_cost NVLS: base 0, 25 us NVLink hop split over push and pull, Simple only") {
+  const BytesPerSecond bus(360e9);
+  const NcclStepCost c = nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 9, 1,
+                                   LinkClass::NvLink, Bytes(1073741824.0), bus);
+  CHECK(c.protocol == NcclProtocol::Simple);
+  CHECK(c.base.seconds() == doctest::Approx(0.0));
+  CHECK(c.per_step_intra.seconds() == doctest::Approx(12.5e-6));
+  CHECK(c.steps == 2);
+  CHECK(c.latency.seconds() == doctest::Approx(25e-6));
+  CHECK(c.bandwidth_factor == doctest::Approx(kNvlsBandwidthFactor));
+  // 8x H100: 2(n-1)/n · 360 · factor lands on GTC-H100-NVLS 480 GB/s within 1 %.
+  CHECK(1.75 * 360.0 * kNvlsBandwidthFactor == doctest::Approx(480.0).epsilon(0.01));
+  CHECK(nccl_hw_latency(LinkClass::NvLink, Algorithm::Nvls, NcclProtocol::Simple).seconds() ==
+        doctest::Approx(25e-6));
+  CHECK(nccl_base_latency(Algorithm::Nvls, NcclProtocol::Simple).seconds() == 0.0);
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Nvls, NcclProtocol::LL, CollectiveOp::AllReduce, 9,
+                                  1, LinkClass::NvLink, Bytes(8.0), bus),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 16, 2,
+                                  LinkClass::NvLink, Bytes(8.0), bus),
+                  std::invalid_argument);
+}

@@ -27,7 +27,7 @@
 namespace gradsync {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
-enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer };
+enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls };
 
 [[nodiscard]] std::string_view to_string(CollectiveOp op);
 [[nodiscard]] std::string_view to_string(Algorithm algorithm);
@@ -237,6 +237,22 @@ struct ParameterServerOptions {
 [[nodiscard]] Plan plan_parameter_server_allreduce(std::uint32_t workers, Bytes bytes,
                                                    const ParameterServerOptions& options = {});
 
+struct NvlsOptions {
+  std::uint32_t pipeline = 1;  // chunks (≥ 1): push of chunk c+1 overlaps the pull of chunk c
+};
+// NVLink SHARP (NVLS) AllReduce inside one NVSwitch domain: the switch reduces in the fabric.
+// A parameter-server plan whose single dedicated server, rank `ranks`, is the NVSwitch (the
+// caller maps that rank to the NVSwitch device; nvls_switch() in engine.hpp finds it). The
+// data is cut into `pipeline` chunks; every worker pushes chunk c to the switch (Reduce, after
+// its push of chunk c-1 on the same port) and the switch sends the reduced chunk c back to
+// every worker once every push of chunk c has arrived (Copy, after its pull of chunk c-1), so
+// pushes and pulls stream concurrently as in NCCL. Each GPU port carries S each way (ring:
+// 2(n-1)/n·S). ranks = workers + 1, contributors = workers, chunk_owner[c] = the switch,
+// steps = 2, one phase (pushes and pulls overlap) with one chunk of fill.
+// Time ≈ 2α + (S + S/P)/B_port.
+[[nodiscard]] Plan plan_nvls_allreduce(std::uint32_t workers, Bytes bytes,
+                                       const NvlsOptions& options = {});
+
 // Splits `total` into `parts` pieces of floor(total/parts) bytes, the last one taking the
 // remainder, so whole-byte sizes stay whole and the pieces add up to `total` exactly.
 [[nodiscard]] std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts);
@@ -257,6 +273,8 @@ struct CollectiveRequest {
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)
   std::uint32_t root = 0;            // broadcast / reduce
   ParameterServerOptions ps;         // ps: dedicated servers are the last ps.servers ranks
+                                     // nvls: `ranks` GPUs; the plan adds rank `ranks`, the
+                                     // NVSwitch (pipeline 0 = one chunk per 256 KiB, 1..256)
 };
 
 [[nodiscard]] std::optional<CollectiveOp> collective_op_from_string(std::string_view text);

@@ -48,6 +48,15 @@ struct PlacementOptions {
 [[nodiscard]] std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
                                                 const PlacementOptions& options = {});
 
+// The NVSwitch that plays the extra rank of an NVLS plan (plan_nvls_allreduce) over these GPUs:
+// the NVSwitch device directly linked to every one of them. Throws ConfigError when there is
+// none (no NVSwitch, e.g. PCIe or direct NVLink meshes) or when the GPUs span several NVLink
+// domains (several servers: multi-node NVLSTree is not modelled), or when several switches
+// qualify (split NVSwitch planes are not modelled), or when the GPU's NVLink line rate to it is
+// below kNvlsMinNvlinkRate (the stand-in for "Hopper or later": A100/V100 have no NVLS).
+inline constexpr double kNvlsMinNvlinkRate = 450e9;  // B/s per GPU per direction (NVLink4)
+[[nodiscard]] DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus);
+
 // The directed device pairs a plan sends between (for Simulation::build).
 [[nodiscard]] std::vector<std::pair<DeviceId, DeviceId>> device_pairs(
     const Plan& plan, const std::vector<DeviceId>& rank_devices);

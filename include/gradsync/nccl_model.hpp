@@ -73,7 +73,18 @@ struct NcclOptions {
   bool allow_ll128 = true;
 };
 
-// NCCL's raw tables (2.30.7), for Ring and Tree. Hierarchical and ParameterServer have no NCCL
+// NVLS (NVLink SHARP, Algorithm::Nvls) bandwidth: the share of a GPU port's NVLink effective
+// bandwidth (the Ring-calibrated default efficiency 0.80, fabric_defaults.cpp) that NVLS
+// push/pull traffic gets; the engine scales NVLS transfers by it (NcclStepCost::
+// bandwidth_factor). Sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw 480 GB/s
+// (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12, REFERENCES.md §5) and AWS-p5x1-
+// 8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS moves S
+// each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360) = 0.762.
+// Not re-fitted for Blackwell (GTC-B200-NVLS 850 vs 958 predicted, +13 %).
+inline constexpr double kNvlsBandwidthFactor = 0.76;
+
+// NCCL's raw tables (2.30.7), for Ring and Tree (and NVLS: base 0, NVLink hop 25 µs, NET hop
+// 18 µs, Simple only; other protocols or PCI give 0). Hierarchical and ParameterServer have no NCCL
 // counterpart and use the Ring row (both are built from ring/point-to-point sends).
 [[nodiscard]] Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol);
 [[nodiscard]] Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protocol);
@@ -111,7 +122,10 @@ struct NcclStepCost {
 // NCCL's cost for one (algorithm, protocol). `ranks` ≥ 1, 1 ≤ `nodes` ≤ ranks; `intra` is the
 // class of the links inside a node (NvLink or Pci); `bus_bandwidth` is the Ring/Simple bus
 // bandwidth the topology can sustain (NCCL's nChannels · bw; nccl_bus_bandwidth_estimate()).
-// Tree supports AllReduce only (as NCCL). Hierarchical and ParameterServer get Ring's constants
+// Tree supports AllReduce only (as NCCL). Nvls: AllReduce, Simple, NvLink, one node (else
+// invalid_argument); base 0, per_step_intra = 12.5 µs per leg (push, pull: NCCL's 25 µs NVLink
+// hop split over the two), steps 2, bandwidth_factor kNvlsBandwidthFactor, predicted = 25 µs +
+// S / (bus · kNvlsBandwidthFactor). Hierarchical and ParameterServer get Ring's constants
 // and bandwidths with their own step counts (hierarchical 2(ppn−1) + 2(nodes−1), of which
 // 2(nodes−1) across nodes; ps 2); their `predicted` is only indicative. One rank costs nothing.
 // Throws std::invalid_argument on impossible input. Allocation-free, a few dozen flops: call it
@@ -129,8 +143,9 @@ struct NcclChoice {
   Algorithm algorithm = Algorithm::Ring;
   NcclStepCost cost;
 };
-// NCCL's (algorithm, protocol) choice among Ring and Tree (Tree for AllReduce only). NVLS,
-// CollNet and PAT are not modelled (gradsync has no such plans).
+// NCCL's (algorithm, protocol) choice among Ring and Tree (Tree for AllReduce only). NVLS is
+// not a candidate here (it needs an NVSwitch the caller must find: compare with
+// nccl_cost(Algorithm::Nvls, ...) yourself); CollNet and PAT are not modelled.
 [[nodiscard]] NcclChoice nccl_choose_algorithm(CollectiveOp op, std::uint32_t ranks,
                                                std::uint32_t nodes, LinkClass intra, Bytes bytes,
                                                BytesPerSecond bus_bandwidth,

@@ -3,7 +3,8 @@
 // topology's SimGrid platform and prints nccl-tests' table (size, count, type, redop, root,
 // time, algbw, busbw), so the rows can sit beside a real all_reduce_perf run. `--algo auto`
 // simulates every algorithm that applies and keeps the fastest, as a tuner would, and says
-// which it picked in the last column.
+// which it picked in the last column. `--algo nvls` (NVLink SHARP) adds the ranks' NVSwitch as
+// the plan's in-fabric reducer (nvls_switch()); auto includes it when one exists.
 #include <unistd.h>
 
 #include <algorithm>
@@ -125,6 +126,28 @@ void run_bench(const BenchOptions& o) {
   } else {
     candidates.push_back(*algorithm_from_string(o.algo));
   }
+  // NVLS: the NVSwitch of the ranks' NVLink domain plays the plan's extra rank. An explicit
+  // --algo nvls reports why it cannot run; auto tries it only where it can (AllReduce, one
+  // NVSwitch shared by every rank, NCCL's software model, which carries NVLS's bandwidth).
+  std::vector<DeviceId> nvls_devices;
+  if (o.algo == "nvls") {
+    if (*op != CollectiveOp::AllReduce)
+      throw ConfigError(cli_mark("--algo"), o.op + " has no nvls algorithm in gradsync");
+    nvls_devices = ranks;
+    nvls_devices.push_back(nvls_switch(topo, ranks));
+  } else if (o.algo == "auto" && *op == CollectiveOp::AllReduce &&
+             topo.software() == SoftwareModel::Nccl && n > 1) {
+    try {
+      nvls_devices = ranks;
+      nvls_devices.push_back(nvls_switch(topo, ranks));
+      candidates.push_back(Algorithm::Nvls);
+    } catch (const ConfigError&) {
+      nvls_devices.clear();
+    }
+  }
+  auto devices_for = [&](Algorithm a) -> const std::vector<DeviceId>& {
+    return a == Algorithm::Nvls ? nvls_devices : ranks;
+  };
 
   CollectiveRequest base;
   base.op = *op;
@@ -156,7 +179,7 @@ void run_bench(const BenchOptions& o) {
   {
     std::vector<std::pair<DeviceId, DeviceId>> pairs;
     for (Algorithm a : candidates) {
-      const auto p = device_pairs(make_plan(a, min), ranks);
+      const auto p = device_pairs(make_plan(a, min), devices_for(a));
       pairs.insert(pairs.end(), p.begin(), p.end());
     }
     sim.build(pairs);
@@ -182,7 +205,7 @@ void run_bench(const BenchOptions& o) {
     best.time_us = -1;
     for (Algorithm a : candidates) {
       const Plan plan = make_plan(a, Bytes(sizes[i]));
-      const PlanTiming t = sim.run_plan(plan, ranks, fidelity);
+      const PlanTiming t = sim.run_plan(plan, devices_for(a), fidelity);
       const double us = t.time.seconds() * 1e6;
       if (best.time_us < 0 || us < best.time_us) {
         best.time_us = us;
@@ -243,8 +266,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("topology", opts->file, "topology YAML file")->required();
   cmd->add_option("--op", opts->op, "allreduce | reducescatter | allgather | broadcast | reduce")
       ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
-  cmd->add_option("--algo", opts->algo, "ring | tree | hierarchical | ps | auto")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "auto"}));
+  cmd->add_option("--algo", opts->algo,
+                  "ring | tree | hierarchical | ps | nvls | auto (nvls: NVLink SHARP, one "
+                  "NVSwitch domain; auto includes it where available)")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "auto"}));
   cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
   cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
   cmd->add_option("--factor,-f", opts->factor, "size multiplier between rows (default 2)");

@@ -12,5 +12,9 @@ void add_topo_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
+struct ExitStatus { int code; };  // thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal)
 
 }  // namespace gradsync::cli

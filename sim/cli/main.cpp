@@ -18,8 +18,12 @@ int main(int argc, char** argv) {
   gradsync::cli::add_run_command(app);
   gradsync::cli::add_bench_command(app);
   gradsync::cli::add_estimate_command(app);
+  gradsync::cli::add_calibrate_command(app);
+  gradsync::cli::add_sweep_command(app);
+  gradsync::cli::add_merge_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const gradsync::cli::ExitStatus& status) { return status.code;  // sweep, merge: see their files
   } catch (const CLI::ParseError& e) {
     // Usage errors are bad input too: exit 2 like any other (CLI11 returns 0 for --help).
     const int code = app.exit(e);

@@ -27,6 +27,7 @@ std::string_view to_string(Algorithm algorithm) {
     case Algorithm::Tree: return "tree";
     case Algorithm::Hierarchical: return "hierarchical";
     case Algorithm::ParameterServer: return "ps";
+    case Algorithm::Nvls: return "nvls";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // Dispatch from a CollectiveRequest to the planner that implements it.
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
 
 std::optional<Algorithm> algorithm_from_string(std::string_view text) {
   for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical,
-                      Algorithm::ParameterServer})
+                      Algorithm::ParameterServer, Algorithm::Nvls})
     if (to_string(a) == text) return a;
   return std::nullopt;
 }
@@ -90,6 +91,17 @@ Plan plan_collective(const CollectiveRequest& r) {
         throw std::invalid_argument(fmt::format(
             "{} dedicated servers leave no worker among {} ranks", r.ps.servers, r.ranks));
       return plan_parameter_server_allreduce(workers, r.bytes, r.ps);
+    }
+    case Algorithm::Nvls: {
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      // `ranks` GPUs plus the NVSwitch as rank `ranks`. NCCL's NVLS kernels stream chunks of
+      // a few hundred KiB; one chunk per 256 KiB, 1..256, keeps the fill under 1/256 of S/B
+      // at large sizes while bounding the event count.
+      const std::uint32_t pipeline =
+          r.pipeline > 0 ? r.pipeline
+                         : static_cast<std::uint32_t>(
+                               std::clamp(std::ceil(r.bytes.bytes() / 262144.0), 1.0, 256.0));
+      return plan_nvls_allreduce(r.ranks, r.bytes, NvlsOptions{pipeline});
     }
   }
   return unsupported();

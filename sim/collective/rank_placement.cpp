@@ -1,5 +1,6 @@
 // Rank placement: which GPU plays each rank of a collective.
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <set>
@@ -75,6 +76,68 @@ std::vector<std::pair<DeviceId, DeviceId>> device_pairs(const Plan& plan,
     if (a != b) seen.emplace(a, b);
   }
   return {seen.begin(), seen.end()};
+}
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus) {
+  if (gpus.empty()) throw ConfigError(topology.origin(), "NVLS needs at least one GPU");
+  // NVSwitches linked (by NVLink) to the first GPU, kept if linked to every other GPU too.
+  auto switches_of = [&](DeviceId gpu) {
+    std::set<DeviceId> out;
+    for (LinkId id : topology.links_of(gpu)) {
+      const Link& l = topology.link(id);
+      const DeviceId other = l.a == gpu ? l.b : l.a;
+      if (l.fabric == Fabric::NvLink && topology.device(other).kind == DeviceKind::NvSwitch)
+        out.insert(other);
+    }
+    return out;
+  };
+  std::set<DeviceId> common = switches_of(gpus.front());
+  if (common.empty())
+    throw ConfigError(topology.origin(),
+                      fmt::format("NVLS needs an NVSwitch, and GPU '{}' is linked to none "
+                                  "(use ring or tree)",
+                                  topology.device(gpus.front()).name));
+  std::set<int> nodes;
+  for (DeviceId g : gpus) {
+    nodes.insert(topology.device(g).node);
+    const std::set<DeviceId> mine = switches_of(g);
+    std::set<DeviceId> keep;
+    std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                          std::inserter(keep, keep.begin()));
+    common = std::move(keep);
+  }
+  if (common.empty())
+    throw ConfigError(
+        topology.origin(),
+        fmt::format("NVLS runs inside one NVLink domain, and these {} GPUs span {} (servers "
+                    "with separate NVSwitches; multi-node NVLSTree is not modelled: use ring, "
+                    "tree or hierarchical)",
+                    gpus.size(), std::max<std::size_t>(nodes.size(), 2)));
+  if (common.size() > 1)
+    throw ConfigError(topology.origin(),
+                      fmt::format("NVLS over {} separate NVSwitch planes is not modelled",
+                                  common.size()));
+  // NVLS needs NVSwitch gen3 / NVLink4 (Hopper) or later. Topologies carry no GPU generation,
+  // so the NVLink line rate stands for it: H100/H200 450 GB/s per GPU per direction, B200
+  // 900; A100 (NVSwitch gen2, no NVLS) 300, V100 150 (REFERENCES.md §5).
+  const DeviceId sw = *common.begin();
+  double rate = 0.0;
+  for (LinkId id : topology.links_of(gpus.front())) {
+    const Link& l = topology.link(id);
+    if ((l.a == sw || l.b == sw) && l.fabric == Fabric::NvLink)
+      rate += l.bandwidth.bytes_per_second();
+  }
+  if (rate < kNvlsMinNvlinkRate * (1.0 - 1e-9))
+    throw ConfigError(
+        topology.origin(),
+        fmt::format("NVLS needs NVLink4 / NVSwitch gen3 (H100 or later), and GPU '{}' has {:.0f} "
+                    "GB/s of NVLink per direction (< {:.0f}: A100 or older have no NVLS)",
+                    topology.device(gpus.front()).name, rate / 1e9, kNvlsMinNvlinkRate / 1e9));
+  return sw;
 }
 
 }  // namespace gradsync

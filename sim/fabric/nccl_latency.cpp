@@ -10,7 +10,8 @@
 //   - graphs[a].latencyInter (a network plugin's declared latency): 0 for the IB/RoCE plugin;
 //     the shipped topologies carry network latency on their links instead;
 //   - the ×0.85 bandwidth of a Tree graph with NCCL_TOPO_PATTERN_TREE (a graph-search detail);
-//   - NVLS, NVLSTree, CollNet, PAT and the symmetric-memory kernels: gradsync has no such plans;
+//   - NVLSTree, CollNet, PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS
+//     in one NVSwitch domain is modelled: see kNvls* below);
 //   - numPipeOps (aggregated launches): one collective at a time here.
 #include <algorithm>
 #include <array>
@@ -74,6 +75,15 @@ constexpr double kRingPlateauAmpereUp = 1.4;  // Ring/Simple multi-node AllReduc
 constexpr double kRingPlateauVolta = 1.9;
 
 constexpr double kUs = 1e-6;
+
+// NVLS (NVLink SHARP, Simple only). NCCL 2.30.7 cost_model.cc: baseLatencies[NVLS] = 0 for
+// every protocol; hwLatencies[NVLINK][NVLS][Simple] = 25 µs, [NET][NVLS][Simple] = 18 µs
+// (REFERENCES.md §3). NCCL charges the NVLink hop once per collective in one node; gradsync's
+// NVLS plan has two legs per chunk (GPU → NVSwitch push, NVSwitch → GPU pull), so each leg is
+// charged half of it and the critical path pays 25 µs.
+constexpr double kNvlsBaseLat = 0.0;
+constexpr double kNvlsNvlinkHopLat = 25.0;
+constexpr double kNvlsNetHopLat = 18.0;
 
 int algo_row(Algorithm a) { return a == Algorithm::Tree ? kTree : kRing; }
 int proto_col(NcclProtocol p) { return static_cast<int>(p); }
@@ -162,10 +172,15 @@ LinkClass route_link_class(const Topology& topology, const Route& route) {
 }
 
 Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol) {
+  if (algorithm == Algorithm::Nvls) return Seconds(kNvlsBaseLat * kUs);
   return Seconds(kBaseLat[algo_row(algorithm)][proto_col(protocol)] * kUs);
 }
 
 Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protocol) {
+  if (algorithm == Algorithm::Nvls) {
+    if (protocol != NcclProtocol::Simple || link == LinkClass::Pci) return Seconds(0.0);
+    return Seconds((link == LinkClass::NvLink ? kNvlsNvlinkHopLat : kNvlsNetHopLat) * kUs);
+  }
   return Seconds(kHwLat[static_cast<int>(link)][algo_row(algorithm)][proto_col(protocol)] * kUs);
 }
 
@@ -185,7 +200,35 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
   if (intra == LinkClass::Net) throw std::invalid_argument("nccl_cost: intra class cannot be net");
   NcclStepCost c;
   c.protocol = protocol;
+  if (algorithm == Algorithm::Nvls) {
+    if (op != CollectiveOp::AllReduce)
+      throw std::invalid_argument("nccl_cost: gradsync's NVLS runs AllReduce only");
+    if (protocol != NcclProtocol::Simple)
+      throw std::invalid_argument("nccl_cost: NVLS runs the Simple protocol only");
+    if (intra != LinkClass::NvLink)
+      throw std::invalid_argument("nccl_cost: NVLS needs NVLink through an NVSwitch");
+    if (nodes != 1)
+      throw std::invalid_argument(
+          "nccl_cost: NVLS across several NVLink domains (NVLSTree) is not modelled");
+  }
   if (ranks == 1) return c;  // NCCL: nothing to do (a local copy)
+  if (algorithm == Algorithm::Nvls) {
+    // Push and pull legs, each half of NCCL's single NVLink hop; bandwidth: the GPU port at
+    // kNvlsBandwidthFactor of its effective bandwidth, S each way (algBw = that port rate).
+    const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s
+    c.base = Seconds(kNvlsBaseLat * kUs);
+    c.per_step_intra = Seconds(kNvlsNvlinkHopLat / 2.0 * kUs);
+    c.per_step_inter = c.per_step_intra;
+    c.steps = 2;
+    c.inter_steps = 0;
+    c.protocol_factor = 1.0;
+    c.bandwidth_factor = kNvlsBandwidthFactor;
+    c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
+    const double alg_bw = bus * kNvlsBandwidthFactor;
+    c.predicted = Seconds(
+        (kNvlsBaseLat + kNvlsNvlinkHopLat + bytes.bytes() / (1000.0 * alg_bw)) * kUs);
+    return c;
+  }
 
   const int a = algo_row(algorithm);
   const int p = proto_col(protocol);
@@ -291,6 +334,7 @@ NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks
   bool have = false;
   for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
     if (!nccl_protocol_enabled(p, intra, options)) continue;
+    if (algorithm == Algorithm::Nvls && p != NcclProtocol::Simple) continue;  // Simple only
     const NcclStepCost c =
         nccl_cost(algorithm, p, op, ranks, nodes, intra, bytes, bus_bandwidth, options);
     if (!have || c.predicted < best.predicted) {

@@ -1,0 +1,554 @@
+// Sweep results on disk: crash-safe per-point files, regenerated results.jsonl/csv, the
+// manifest, CSV reading for --baseline, and the regression comparison. See sweep_results.hpp.
+#include "sweep_results.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace gradsync::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail_io(const fs::path& path, const std::string& what) {
+  throw ConfigError(SourceMark{path.string(), 0, 0},
+                    fmt::format("cannot {}: {}", what, std::strerror(errno)));
+}
+
+void write_all(int fd, const std::string& text, const fs::path& path) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      fail_io(path, "write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: some filesystems do not open folders
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot open file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// "p00042-1a2b3c4d": what sweep_point_id makes.
+bool is_point_id(const std::string& s) {
+  const std::size_t dash = s.find('-');
+  if (s.size() < 2 || s[0] != 'p' || dash == std::string::npos || dash < 6 ||
+      s.size() != dash + 9)
+    return false;
+  for (std::size_t i = 1; i < dash; ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  for (std::size_t i = dash + 1; i < s.size(); ++i)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return true;
+}
+
+bool is_scalar(const Json& v) { return v.is_string() || v.is_number() || v.is_boolean(); }
+
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// A record read back (one line of JSON): an object with its id, index, sets and ok. nullopt
+// when it is not one.
+std::optional<PointRecord> parse_record(const std::string& text, std::string source,
+                                        std::uint64_t offset, int line) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("point") || !j["point"].is_string() ||
+      !is_point_id(j["point"].get<std::string>()) || !j.contains("index") ||
+      !j["index"].is_number_unsigned() || !j.contains("sets") || !j["sets"].is_object() ||
+      !j.contains("ok") || !j["ok"].is_boolean())
+    return std::nullopt;
+  PointRecord r;
+  r.id = j["point"].get<std::string>();
+  r.index = j["index"].get<std::size_t>();
+  r.ok = j["ok"].get<bool>();
+  if (!r.ok && j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
+  j.erase("wall_s");
+  r.digest = fnv1a(j.dump());
+  r.source = std::move(source);
+  r.offset = offset;
+  r.length = text.size();
+  while (r.length > 0 && (text[r.length - 1] == '\n' || text[r.length - 1] == '\r')) --r.length;
+  r.line = line;
+  return r;
+}
+
+std::string scalar_text(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+}  // namespace
+
+Json make_record(const SweepPoint& point, bool ok, const std::string& error, int exit_code,
+                 double wall_s, Json metrics) {
+  Json sets = Json::object();
+  for (const SweepSet& s : point.sets) sets[s.key] = s.value;
+  return Json{{"point", point.id},
+              {"index", point.index},
+              {"sets", sets},
+              {"ok", ok},
+              {"error", ok ? Json(nullptr) : Json(error)},
+              {"exit_code", exit_code},
+              {"wall_s", std::round(wall_s * 1e4) / 1e4},
+              {"metrics", std::move(metrics)}};
+}
+
+namespace {
+
+// A file replaced atomically: written to a temp file beside it, fsync'ed, renamed over it, and
+// the folder fsync'ed. Destroyed without commit(), it leaves the old file and removes the temp.
+class AtomicFile {
+ public:
+  explicit AtomicFile(fs::path path)
+      : path_(std::move(path)),
+        temp_(path_.parent_path() /
+              fmt::format(".{}.tmp-{}", path_.filename().string(), static_cast<long>(::getpid()))) {
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail_io(temp_, "create file");
+  }
+  ~AtomicFile() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      ::unlink(temp_.c_str());
+    }
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const std::string& text) {
+    buffer_ += text;
+    if (buffer_.size() >= (1u << 20)) flush();
+  }
+  void commit() {
+    flush();
+    if (::fsync(fd_) != 0) fail_io(temp_, "fsync");
+    ::close(fd_);
+    fd_ = -1;
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+      const int saved = errno;
+      ::unlink(temp_.c_str());
+      errno = saved;
+      fail_io(path_, "rename " + temp_.string() + " to");
+    }
+    fsync_dir(path_.parent_path());
+  }
+
+ private:
+  void flush() {
+    std::size_t done = 0;
+    while (done < buffer_.size()) {
+      const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail_io(temp_, "write");
+      done += static_cast<std::size_t>(n);
+    }
+    buffer_.clear();
+  }
+
+  fs::path path_;
+  fs::path temp_;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace
+
+std::string PointRecord::origin() const {
+  return line == 0 ? source : fmt::format("{}:{}", source, line);
+}
+
+std::string PointRecord::read() const {
+  std::ifstream in(source, std::ios::binary);
+  std::string text(length, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in || !in.read(text.data(), static_cast<std::streamsize>(length)))
+    throw ConfigError(SourceMark{source, line, 0},
+                      fmt::format("cannot read the record of point {} again", id));
+  return text;
+}
+
+Json PointRecord::load() const {
+  Json j = Json::parse(read(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("point", "") != id)
+    throw ConfigError(SourceMark{source, line, 0},
+                      fmt::format("the record of point {} changed while gradsync read it", id));
+  return j;
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  AtomicFile file(path);
+  file.write(text);
+  file.commit();
+}
+
+void append_line(const fs::path& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) fail_io(path, "open for appending");
+  write_all(fd, line + "\n", path);
+  ::close(fd);
+}
+
+fs::path points_dir(const fs::path& dir) { return dir / "points"; }
+
+PointRecord store_point(const fs::path& dir, const Json& record) {
+  const std::string text = record.dump();
+  const fs::path path = points_dir(dir) / (record.at("point").get<std::string>() + ".json");
+  write_file_atomically(path, text + "\n");
+  auto r = parse_record(text, path.string(), 0, 0);
+  if (!r) throw std::logic_error("store_point: not a record");
+  return std::move(*r);
+}
+
+std::vector<PointRecord> read_points(const fs::path& dir, bool remove_temp,
+                                     std::vector<std::string>* bad) {
+  std::vector<PointRecord> out;
+  const fs::path points = points_dir(dir);
+  std::error_code ec;
+  if (!fs::is_directory(points, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(points)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".")) {  // a temp file: a write that never reached its rename
+      if (remove_temp && name.find(".tmp-") != std::string::npos) fs::remove(entry.path(), ec);
+      continue;
+    }
+    if (!name.ends_with(".json") || !is_point_id(name.substr(0, name.size() - 5))) continue;
+    auto record = parse_record(read_text(entry.path()), entry.path().string(), 0, 0);
+    if (!record || record->id + ".json" != name) {
+      if (bad != nullptr) bad->push_back(entry.path().string());
+      continue;
+    }
+    out.push_back(std::move(*record));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PointRecord& a, const PointRecord& b) { return a.index < b.index; });
+  return out;
+}
+
+std::vector<PointRecord> read_results_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw ConfigError(SourceMark{dir.string(), 0, 0}, "not a folder of sweep results");
+  if (fs::is_directory(points_dir(dir), ec)) {
+    std::vector<std::string> bad;
+    auto records = read_points(dir, false, &bad);
+    if (!bad.empty())
+      throw ConfigError(SourceMark{bad.front(), 0, 0}, "not a sweep result record");
+    return records;
+  }
+  const fs::path jsonl = dir / "results.jsonl";
+  if (!fs::is_regular_file(jsonl, ec))
+    throw ConfigError(SourceMark{dir.string(), 0, 0},
+                      "holds neither points/ nor results.jsonl: not a sweep output folder");
+  std::vector<PointRecord> out;
+  std::ifstream in(jsonl, std::ios::binary);
+  std::string line;
+  int number = 0;
+  std::uint64_t offset = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::uint64_t start = offset;
+    offset += line.size() + 1;
+    if (line.empty()) continue;
+    auto record = parse_record(line, jsonl.string(), start, number);
+    if (!record)
+      throw ConfigError(SourceMark{jsonl.string(), number, 1},
+                        "not a sweep result record (a line torn by a crash? rerun the sweep with "
+                        "--resume to regenerate the file)");
+    out.push_back(std::move(*record));
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void write_results(const fs::path& dir, const std::vector<std::string>& keys,
+                   std::vector<PointRecord> records) {
+  std::sort(records.begin(), records.end(), [](const PointRecord& a, const PointRecord& b) {
+    return a.index != b.index ? a.index < b.index : a.id < b.id;
+  });
+  // Pass 1: results.jsonl (each record's line, as stored) and the metric columns: the scalar
+  // keys of `run --json`, in its order (first seen first).
+  AtomicFile jsonl(dir / "results.jsonl");
+  std::vector<std::string> metrics;
+  for (const PointRecord& r : records) {
+    std::string line = r.read();
+    const Json j = Json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("metrics") && j["metrics"].is_object())
+      for (const auto& [k, v] : j["metrics"].items())
+        if (is_scalar(v) && std::find(metrics.begin(), metrics.end(), k) == metrics.end())
+          metrics.push_back(k);
+    line += '\n';
+    jsonl.write(line);
+  }
+
+  // Pass 2: results.csv.
+  AtomicFile csv(dir / "results.csv");
+  auto add_row = [&csv](const std::vector<std::string>& fields) {
+    std::string row;
+    for (std::size_t i = 0; i < fields.size(); ++i) row += (i ? "," : "") + csv_field(fields[i]);
+    row += "\n";
+    csv.write(row);
+  };
+  std::vector<std::string> header = keys;
+  for (const std::string& m : metrics)
+    // A metric named like a swept key (a top-level scenario key such as `gpus`) is prefixed.
+    header.push_back(std::find(keys.begin(), keys.end(), m) != keys.end() ? "run." + m : m);
+  for (const char* extra : {"point", "ok", "error"}) header.emplace_back(extra);
+  add_row(header);
+  for (const PointRecord& r : records) {
+    const Json j = r.load();
+    std::vector<std::string> row;
+    const Json& sets = j["sets"];
+    for (const std::string& k : keys) row.push_back(sets.contains(k) ? scalar_text(sets[k]) : "");
+    const Json& m = j.value("metrics", Json(nullptr));
+    for (const std::string& k : metrics)
+      row.push_back(m.is_object() && m.contains(k) && is_scalar(m[k]) ? scalar_text(m[k]) : "");
+    row.push_back(r.id);
+    row.push_back(r.ok ? "true" : "false");
+    row.push_back(r.error);
+    add_row(row);
+  }
+  // Both files are renamed only now: a source may be DIR/results.jsonl itself (merging a merged
+  // folder into itself), read in both passes.
+  jsonl.commit();
+  csv.commit();
+}
+
+void write_manifest(const fs::path& dir, const Manifest& m) {
+  Json j{{"name", m.name},   {"sweep", m.sweep},   {"base", m.base},
+         {"keys", m.keys},   {"points", m.points},
+         {"shard", m.shard ? Json(m.shard->to_string()) : Json(nullptr)}};
+  write_file_atomically(dir / "sweep.json", j.dump(2) + "\n");
+}
+
+std::optional<Manifest> read_manifest(const fs::path& dir) {
+  const fs::path path = dir / "sweep.json";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  const Json j = Json::parse(read_text(path), nullptr, false);
+  const SourceMark at{path.string(), 0, 0};
+  if (!j.is_object() || !j.contains("keys") || !j["keys"].is_array() || !j.contains("points") ||
+      !j["points"].is_number_unsigned())
+    throw ConfigError(at, "not a gradsync sweep manifest");
+  Manifest m;
+  m.name = j.value("name", "");
+  m.sweep = j.value("sweep", "");
+  m.base = j.value("base", "");
+  for (const auto& k : j["keys"]) {
+    if (!k.is_string()) throw ConfigError(at, "not a gradsync sweep manifest");
+    m.keys.push_back(k.get<std::string>());
+  }
+  m.points = j["points"].get<std::size_t>();
+  if (j.contains("shard") && j["shard"].is_string())
+    m.shard = parse_sweep_shard(j["shard"].get<std::string>());
+  return m;
+}
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& file) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, in_quotes = false, any = false;
+  int line = 1, quote_line = 0, quote_col = 0, col = 0;
+  auto end_field = [&] {
+    row.push_back(std::move(field));
+    field.clear();
+    quoted = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++col;
+    if (in_quotes) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+        ++col;
+      } else if (c == '"') {
+        in_quotes = false;
+      } else {
+        if (c == '\n') {
+          ++line;
+          col = 0;
+        }
+        field += c;
+      }
+      continue;
+    }
+    any = true;
+    if (c == '"' && field.empty() && !quoted) {
+      in_quotes = quoted = true;
+      quote_line = line;
+      quote_col = col;
+    } else if (c == ',') {
+      end_field();
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      end_field();
+      rows.push_back(std::move(row));
+      row.clear();
+      any = false;
+      ++line;
+      col = 0;
+    } else {
+      field += c;
+    }
+  }
+  if (in_quotes)
+    throw ConfigError(SourceMark{file, quote_line, quote_col}, "unterminated quoted field");
+  if (any || !row.empty()) {
+    end_field();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Baseline load_baseline(const fs::path& path, const std::vector<std::string>& keys) {
+  Baseline b;
+  b.file = path.string();
+  b.keys = keys;
+  const auto rows = parse_csv(read_text(path), b.file);
+  if (rows.empty() || (rows.size() == 1 && rows[0].size() == 1 && rows[0][0].empty()))
+    throw ConfigError(SourceMark{b.file, 1, 1}, "empty baseline: expected a sweep's results.csv");
+  const auto& header = rows.front();
+  auto column = [&](const std::string& name) -> std::size_t {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) {
+      std::vector<std::string> present;
+      for (const auto& h : header)
+        if (h.find('.') != std::string::npos) present.push_back(h);
+      throw ConfigError(
+          SourceMark{b.file, 1, 1},
+          fmt::format("the baseline has no column '{}' (a swept key of this sweep or the "
+                      "step_time_s metric); its dotted columns: {}",
+                      name, present.empty() ? "none" : fmt::format("{}", fmt::join(present, ", "))));
+    }
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  std::vector<std::size_t> key_columns;
+  for (const std::string& k : keys) key_columns.push_back(column(k));
+  const std::size_t step = column("step_time_s");
+  const auto ok_it = std::find(header.begin(), header.end(), "ok");
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    if (row.size() == 1 && row[0].empty()) continue;  // a blank line
+    std::vector<std::string> values;
+    for (std::size_t c : key_columns) values.push_back(c < row.size() ? row[c] : "");
+    Baseline::Row entry;
+    entry.line = static_cast<int>(r + 1);  // quoted line breaks aside, rows are lines
+    entry.step_time_s = step < row.size() ? row[step] : "";
+    if (ok_it != header.end()) {
+      const auto c = static_cast<std::size_t>(ok_it - header.begin());
+      if (c < row.size() && row[c] == "false") entry.step_time_s.clear();
+    }
+    b.rows.emplace_back(std::move(values), std::move(entry));
+  }
+  return b;
+}
+
+double parse_regression_limit(const std::string& text) {
+  const SourceMark at{"--max-regression " + text, 0, 0};
+  std::string number = text;
+  while (!number.empty() && number.back() == ' ') number.pop_back();
+  if (number.empty() || number.back() != '%')
+    throw ConfigError(at, "expected a percentage such as 5%");
+  number.pop_back();
+  while (!number.empty() && number.back() == ' ') number.pop_back();
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() ||
+      !std::isfinite(value) || value < 0)
+    throw ConfigError(at, "expected a percentage of at least 0, such as 5%");
+  return value / 100.0;
+}
+
+BaselineReport compare_to_baseline(const Baseline& baseline,
+                                   const std::vector<PointRecord>& records,
+                                   double max_regression) {
+  std::map<std::vector<std::string>, const Baseline::Row*> rows;
+  for (const auto& [values, row] : baseline.rows) rows.emplace(values, &row);  // first one wins
+  auto number = [](const std::string& s) -> std::optional<double> {
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+    return v;
+  };
+  BaselineReport report;
+  for (const PointRecord& r : records) {
+    const Json j = r.load();
+    const Json& sets = j["sets"];
+    std::vector<std::string> values;
+    std::string described;
+    for (const std::string& k : baseline.keys) {
+      values.push_back(sets.contains(k) ? scalar_text(sets[k]) : "");
+      described += fmt::format("{}{}={}", described.empty() ? "" : ", ", k, values.back());
+    }
+    const auto it = rows.find(values);
+    if (it == rows.end()) {
+      ++report.unmatched;
+      continue;
+    }
+    const auto old_step = number(it->second->step_time_s);
+    if (!old_step) continue;  // the baseline point failed: nothing to regress from
+    ++report.compared;
+    Regression reg{r.id, described, fmt::format("{}:{}", baseline.file, it->second->line),
+                   *old_step, 0.0, ""};
+    const Json& m = j.value("metrics", Json(nullptr));
+    if (!r.ok || !m.is_object() || !m.contains("step_time_s") || !m["step_time_s"].is_number()) {
+      reg.error = r.ok ? "no step_time_s in the result" : r.error;
+      report.regressions.push_back(std::move(reg));
+      continue;
+    }
+    reg.new_step_s = m["step_time_s"].get<double>();
+    if (reg.new_step_s > reg.old_step_s * (1.0 + max_regression))
+      report.regressions.push_back(std::move(reg));
+  }
+  return report;
+}
+
+}  // namespace gradsync::sweep

@@ -1,0 +1,62 @@
+// Worker processes of a sweep: at most N at once, each a fresh `gradsync run ... --json`
+// (STYLE.md rule 5: one SimGrid simulation per process). Their stdout and stderr are captured
+// through pipes, each has a wall-clock limit, and they die with the sweep (Linux
+// PR_SET_PDEATHSIG): a sweep killed with SIGKILL leaves no simulation running behind it.
+// Part of the CLI (POSIX processes); the library never forks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace gradsync::sweep {
+
+struct WorkerResult {
+  std::size_t tag = 0;     // what the caller passed to start()
+  int exit_code = -1;      // when it exited
+  int signal = 0;          // when it was killed by a signal
+  bool timed_out = false;  // killed by us after the time limit
+  std::string out;         // stdout
+  std::string err;         // stderr
+  double wall_s = 0.0;
+};
+
+class WorkerPool {
+ public:
+  // `program`: the executable to run (e.g. /proc/self/exe); `limit`: wall time per worker.
+  WorkerPool(std::string program, std::chrono::milliseconds limit);
+  ~WorkerPool();  // kills what still runs
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Starts `program args...` (argv[0] is `name`). Throws std::system_error when the system
+  // cannot (no processes or pipes left).
+  void start(std::size_t tag, const std::string& name, const std::vector<std::string>& args);
+  [[nodiscard]] std::size_t running() const { return workers_.size(); }
+
+  // Waits at most `wait` for workers to finish (returns early on a signal) and returns those
+  // that did; enforces the time limit.
+  [[nodiscard]] std::vector<WorkerResult> collect(std::chrono::milliseconds wait);
+
+  // SIGKILLs every worker and reaps it.
+  void kill_all();
+
+ private:
+  struct Worker {
+    std::size_t tag = 0;
+    pid_t pid = -1;
+    int out_fd = -1;
+    int err_fd = -1;
+    std::string out, err;
+    std::chrono::steady_clock::time_point started;
+    bool timed_out = false;
+  };
+  std::string program_;
+  std::chrono::milliseconds limit_;
+  std::vector<Worker> workers_;
+};
+
+}  // namespace gradsync::sweep
