@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   gradsync::cli::add_calibrate_command(app);
   gradsync::cli::add_sweep_command(app);
   gradsync::cli::add_merge_command(app);
+  gradsync::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const gradsync::cli::ExitStatus& status) { return status.code;  // sweep, merge: see their files

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""CLI contract of `gradsync report` (issue #6 item 3).
+
+Usage: GRADSYNC=/path/to/gradsync python3 test/report_test.py CASE [SOURCE_DIR]
+
+Cases (each one CTest test):
+  html       examples/sweeps/fabric-scaling.yaml (24 points, a few seconds) swept into a temp
+             folder; `report` writes one self-contained HTML file: >= 2 inline <svg> charts
+             without gnuplot's XML prolog, the table of all 24 points, no network reference,
+             the cost section skipped with a note
+  bad_input  a folder without results exits 2 with one line "DIR: error: ..."; gnuplot
+             missing exits 2 with a clear message
+  chromium   headless Chromium screenshots the report; the PNG (decoded here with zlib) is
+             not blank and has colored chart pixels. Exit 77 (skipped) when chromium is not
+             installed.
+"""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+GRADSYNC = os.environ.get("GRADSYNC")
+SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), ".."))
+SWEEP = os.path.join(SOURCE, "examples", "sweeps", "fabric-scaling.yaml")
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print("FAIL:", message)
+    return condition
+
+
+def make_report(tmp):
+    out = os.path.join(tmp, "sweep")
+    p = subprocess.run([GRADSYNC, "sweep", SWEEP, "-o", out, "-j", "2"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"sweep failed ({p.returncode}): {p.stderr}")
+    report = os.path.join(tmp, "report.html")
+    p = subprocess.run([GRADSYNC, "report", out, "-o", report], capture_output=True, text=True)
+    check(p.returncode == 0, f"report exited {p.returncode}: {p.stderr}")
+    return report
+
+
+def case_html():
+    with tempfile.TemporaryDirectory() as tmp:
+        report = make_report(tmp)
+        if not check(os.path.isfile(report), "no report.html"):
+            return
+        text = open(report, encoding="utf-8").read()
+        check(text.startswith("<!DOCTYPE html>"), "not an HTML document")
+        check(text.count("<svg") >= 2, f"{text.count('<svg')} <svg> elements, want >= 2")
+        check("<?xml" not in text and "<!DOCTYPE svg" not in text, "gnuplot's XML prolog left in")
+        check('<table class="sortable">' in text, "no sortable table")
+        rows = re.findall(r"<tr[ >]", text.split("<tbody>", 1)[-1])
+        check(len(rows) == 24, f"{len(rows)} table rows, want 24")
+        check("samples/s" in text and "exposed comm" in text, "chart or column titles missing")
+        check("carry no cost" in text, "the cost section is not skipped with a note")
+        # Self-contained: nothing fetched (xmlns URIs are names, not requests).
+        check(not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), "a network reference")
+        check("<link" not in text, "an external stylesheet")
+
+
+def run_err(args, env=None):
+    p = subprocess.run([GRADSYNC, "report", *args], capture_output=True, text=True, env=env)
+    return p.returncode, p.stderr
+
+
+def case_bad_input():
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty")
+        os.mkdir(empty)
+        for d in (empty, os.path.join(tmp, "missing")):
+            rc, err = run_err([d])
+            check(rc == 2, f"report {d} exited {rc}, want 2")
+            check(len(err.splitlines()) == 1 and err.startswith(d + ": error: "),
+                  f"report {d}: want one line '{d}: error: ...', got {err!r}")
+        # An empty results.jsonl: no results.
+        jsonl = os.path.join(tmp, "nothing")
+        os.mkdir(jsonl)
+        open(os.path.join(jsonl, "results.jsonl"), "w").close()
+        rc, err = run_err([jsonl])
+        check(rc == 2 and err.startswith(jsonl + ": error: "), f"empty results.jsonl: {rc} {err!r}")
+        # gnuplot missing: a real result folder, no gnuplot on PATH.
+        report = make_report(tmp)
+        sweep = os.path.join(tmp, "sweep")
+        env = dict(os.environ, PATH=os.path.join(tmp, "no-bin"))
+        env.pop("GRADSYNC_GNUPLOT", None)
+        rc, err = run_err([sweep, "-o", report + ".2"], env)
+        check(rc == 2 and "gnuplot not found" in err and len(err.splitlines()) == 1,
+              f"without gnuplot: want exit 2 'gnuplot not found', got {rc} {err!r}")
+        env = dict(os.environ, GRADSYNC_GNUPLOT=os.path.join(tmp, "no-gnuplot"))
+        rc, err = run_err([sweep, "-o", report + ".3"], env)
+        check(rc == 2 and "gnuplot not found" in err, f"GRADSYNC_GNUPLOT missing: {rc} {err!r}")
+
+
+def png_pixels(path):
+    """(width, height, channels, rows of bytes) of an 8-bit RGB/RGBA PNG."""
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, ihdr = 8, [], None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + length
+    width, height, depth, color, _, _, interlace = ihdr
+    if depth != 8 or color not in (2, 6) or interlace:
+        raise ValueError(f"unsupported PNG (depth {depth}, color type {color}, interlace {interlace})")
+    bpp = 3 if color == 2 else 4
+    raw = zlib.decompress(b"".join(idat))
+    stride = width * bpp
+    prev = bytearray(stride)
+    rows = []
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if f == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif f == 2:
+            line = bytearray((a + b) & 255 for a, b in zip(line, prev))
+        elif f == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 255
+        elif f == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b = prev[i]
+                c = prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+def case_chromium():
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        print("SKIP: chromium is not installed")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as tmp:
+        report = make_report(tmp)
+        png = os.path.join(tmp, "report.png")
+        profile = tempfile.mkdtemp(dir=tmp)
+        start = time.monotonic()
+        p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                            "--no-first-run", "--disable-background-networking",
+                            "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                            f"--screenshot={png}", "--window-size=1200,2000", "file://" + report],
+                           capture_output=True, text=True, timeout=120)
+        print(f"chromium took {time.monotonic() - start:.2f} s")
+        if not check(os.path.isfile(png), f"no screenshot (chromium exited {p.returncode}): {p.stderr[-2000:]}"):
+            return
+        width, height, bpp, rows = png_pixels(png)
+        check((width, height) == (1200, 2000), f"screenshot is {width}x{height}")
+        nonwhite = colored = 0
+        for row in rows:
+            for i in range(0, len(row), bpp):
+                r, g, b = row[i], row[i + 1], row[i + 2]
+                if r < 240 or g < 240 or b < 240:
+                    nonwhite += 1
+                    if max(r, g, b) - min(r, g, b) > 60:
+                        colored += 1  # chart lines and bars; text and grid are grey
+        print(f"{nonwhite} non-white pixels, {colored} colored")
+        check(nonwhite > 0.02 * width * height, f"screenshot nearly blank ({nonwhite} non-white pixels)")
+        check(colored > 20000, f"only {colored} colored pixels: the charts did not draw")
+
+
+def main():
+    if not GRADSYNC:
+        sys.exit("set GRADSYNC to the gradsync program")
+    case = sys.argv[1]
+    {"html": case_html, "bad_input": case_bad_input, "chromium": case_chromium}[case]()
+    if FAILURES:
+        print(f"{len(FAILURES)} failure(s)")
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
