@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "gradsync/topology.hpp"
@@ -40,5 +41,22 @@ struct TopologySummary {
 
 // GraphViz (dot) text: one cluster per server, edges labelled with fabric and bandwidth.
 [[nodiscard]] std::string to_dot(const Topology& topology);
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+// Capital cost of a cluster from its `cost:` prices (DESIGN.md §5.1): GPUs × gpu + NICs × nic
+// + switch ports (link ends at network switches) × switch_port + network links × cable
+// + servers × node, or the quoted `total` when given. Empty without `cost:`.
+struct ClusterCost {
+  std::string currency;
+  double total = 0.0;
+};
+[[nodiscard]] std::optional<ClusterCost> cluster_cost(const Topology& topology);
+
+// Hardware is depreciated over 3 years (36 months, the usual straight-line depreciation
+// period for servers), so the cost of one second of the cluster is total / kCostAmortization.
+inline constexpr Seconds kCostAmortization{3.0 * 365.0 * 24.0 * 3600.0};
 
 }  // namespace gradsync

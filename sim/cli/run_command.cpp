@@ -17,6 +17,7 @@
 #include "gradsync/config_error.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/scenario_runner.hpp"
+#include "gradsync/topology_summary.hpp"
 
 namespace gradsync::cli {
 namespace {
@@ -51,7 +52,7 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
                     {"utilization", u.utilization}});
   std::map<std::string, int> algorithms;
   for (const auto& a : r.bucket_algorithms) ++algorithms[a];
-  return {
+  nlohmann::ordered_json out = {
       {"scenario", r.scenario_name},
       {"topology", r.topology_name},
       {"gpus", r.gpus},
@@ -84,6 +85,16 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
       {"gpu_utilization_timeline", util},
       {"notes", r.sync_plan.notes},
   };
+  // Cost per sample when the topology carries prices: its capital cost depreciated over
+  // kCostAmortization, divided by the samples trained in that time.
+  if (const auto cost = cluster_cost(loaded.topology.topology)) {
+    out["cluster_cost"] = cost->total;
+    out["cost_currency"] = cost->currency;
+    out["cost_per_hour"] = cost->total / kCostAmortization.seconds() * 3600.0;
+    out["cost_per_sample"] =
+        m.samples_per_s > 0.0 ? cost->total / kCostAmortization.seconds() / m.samples_per_s : 0.0;
+  }
+  return out;
 }
 
 std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
@@ -144,6 +155,12 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   if (r.nodes > 1 && r.one_node_samples_per_s > 0)
     std::cout << fmt::format("  {:<22}{:>12}   vs {} × one node ({:.1f} samples/s)\n", "",
                              percent(r.scaling_vs_one_node), r.nodes, r.one_node_samples_per_s);
+  if (const auto cost = cluster_cost(loaded.topology.topology); cost && m.samples_per_s > 0.0)
+    std::cout << fmt::format("  {:<22}{:>12.3g}   {} per sample ({:.0f} {} cluster depreciated over "
+                             "3 years: {:.2f} {}/hour)\n",
+                             "cost", cost->total / kCostAmortization.seconds() / m.samples_per_s,
+                             cost->currency, cost->total, cost->currency,
+                             cost->total / kCostAmortization.seconds() * 3600.0, cost->currency);
   std::cout << "\nverdict: " << r.verdict_text << "\n";
   if (!r.busiest_links.empty()) {
     std::cout << "\nbusiest links over one step (payload, busier direction):\n";
