@@ -57,6 +57,17 @@ struct PlacementOptions {
 inline constexpr double kNvlsMinNvlinkRate = 450e9;  // B/s per GPU per direction (NVLink4)
 [[nodiscard]] DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus);
 
+// Ranks per server of a node-major placement: how many leading ranks share rank 0's server,
+// when every block of that many ranks is one server; 1 otherwise.
+[[nodiscard]] std::uint32_t ranks_per_node(const Topology& topology,
+                                           const std::vector<DeviceId>& rank_devices);
+// Ring channels like NCCL's: one per NIC of a server when the ranks span several servers
+// (rail-aligned orders then use every NIC), else 1 (inside one server channels change nothing
+// in a fluid model). Between 1 and 64.
+[[nodiscard]] std::uint32_t default_ring_channels(const Topology& topology,
+                                                  const std::vector<DeviceId>& rank_devices,
+                                                  std::uint32_t ranks_per_node);
+
 // The directed device pairs a plan sends between (for Simulation::build).
 [[nodiscard]] std::vector<std::pair<DeviceId, DeviceId>> device_pairs(
     const Plan& plan, const std::vector<DeviceId>& rank_devices);

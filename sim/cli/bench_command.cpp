@@ -58,33 +58,6 @@ Bytes parse_cli_size(const std::string& option, const std::string& text) {
   }
 }
 
-// Ranks per node for node-major plans: how many leading ranks share rank 0's server.
-std::uint32_t ranks_per_node(const Topology& topo, const std::vector<DeviceId>& ranks) {
-  std::uint32_t ppn = 0;
-  while (ppn < ranks.size() && topo.device(ranks[ppn]).node == topo.device(ranks[0]).node &&
-         topo.device(ranks[0]).node >= 0)
-    ++ppn;
-  ppn = std::max<std::uint32_t>(ppn, 1);
-  // Node-major only if every block of ppn ranks is one server.
-  if (ranks.size() % ppn != 0) return 1;
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (topo.device(ranks[i]).node != topo.device(ranks[i - i % ppn]).node) return 1;
-  return ppn;
-}
-
-// NCCL opens enough channels to use every NIC; with rail-aligned ring orders one channel per
-// NIC of a server does the same here. Within one server channels change nothing in a fluid
-// model, so one is used.
-std::uint32_t default_channels(const Topology& topo, const std::vector<DeviceId>& ranks,
-                               std::uint32_t ppn) {
-  if (ppn <= 1 || ranks.size() <= ppn) return 1;
-  const int node = topo.device(ranks[0]).node;
-  std::uint32_t nics = 0;
-  for (const Device& d : topo.devices())
-    if (d.kind == DeviceKind::Nic && d.node == node) ++nics;
-  return std::clamp<std::uint32_t>(nics, 1, 64);
-}
-
 struct Row {
   double bytes;
   double time_us;
@@ -153,7 +126,7 @@ void run_bench(const BenchOptions& o) {
   base.op = *op;
   base.ranks = n;
   base.ranks_per_node = ppn;
-  base.channels = o.channels > 0 ? o.channels : default_channels(topo, ranks, ppn);
+  base.channels = o.channels > 0 ? o.channels : default_ring_channels(topo, ranks, ppn);
   base.pipeline = o.pipeline;
   base.root = o.root;
   base.ps.servers = o.ps_servers;

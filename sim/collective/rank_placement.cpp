@@ -140,4 +140,29 @@ DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus
   return sw;
 }
 
+std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceId>& rank_devices) {
+  if (rank_devices.empty()) return 1;
+  const int node = topology.device(rank_devices[0]).node;
+  std::uint32_t ppn = 0;
+  while (ppn < rank_devices.size() && node >= 0 && topology.device(rank_devices[ppn]).node == node)
+    ++ppn;
+  ppn = std::max<std::uint32_t>(ppn, 1);
+  if (rank_devices.size() % ppn != 0) return 1;
+  for (std::size_t i = 0; i < rank_devices.size(); ++i)
+    if (topology.device(rank_devices[i]).node != topology.device(rank_devices[i - i % ppn]).node)
+      return 1;
+  return ppn;
+}
+
+std::uint32_t default_ring_channels(const Topology& topology,
+                                    const std::vector<DeviceId>& rank_devices,
+                                    std::uint32_t ppn) {
+  if (ppn <= 1 || rank_devices.size() <= ppn) return 1;
+  const int node = topology.device(rank_devices[0]).node;
+  std::uint32_t nics = 0;
+  for (const Device& d : topology.devices())
+    if (d.kind == DeviceKind::Nic && d.node == node) ++nics;
+  return std::clamp<std::uint32_t>(nics, 1, 64);
+}
+
 }  // namespace gradsync

@@ -15,25 +15,6 @@ namespace gradsync {
 
 namespace {
 
-// Ranks per node of a node-major placement: how many leading GPUs share rank 0's server.
-std::uint32_t ranks_per_node(const Topology& topo, const std::vector<DeviceId>& ranks) {
-  std::uint32_t ppn = 0;
-  const int node = topo.device(ranks[0]).node;
-  while (ppn < ranks.size() && node >= 0 && topo.device(ranks[ppn]).node == node) ++ppn;
-  ppn = std::max<std::uint32_t>(ppn, 1);
-  if (ranks.size() % ppn != 0) return 1;
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (topo.device(ranks[i]).node != topo.device(ranks[i - i % ppn]).node) return 1;
-  return ppn;
-}
-
-std::uint32_t nics_per_node(const Topology& topo, int node) {
-  std::uint32_t nics = 0;
-  for (const Device& d : topo.devices())
-    if (d.kind == DeviceKind::Nic && d.node == node) ++nics;
-  return nics;
-}
-
 // Simulates collectives on one platform, caching durations by (op, algorithm, bytes, group).
 class CollectiveTimer {
  public:
@@ -154,8 +135,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   all.base.ps.servers = sc.sync.ps.servers;
   all.base.ps.placement = sc.sync.ps.placement == PsPlacement::Dedicated
                               ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
-  const std::uint32_t nics = nics_per_node(topo, topo.device(devices[0]).node);
-  all.base.channels = (ppn > 1 && gpus > ppn) ? std::clamp<std::uint32_t>(nics, 1, 64) : 1;
+  all.base.channels = default_ring_channels(topo, devices, ppn);
 
   const bool multi_node = result.nodes > 1 && ppn > 1;
   CollectiveTimer::Group one_node;
