@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "commands.hpp"
 #include "gradsync/config_error.hpp"
@@ -24,11 +25,17 @@ int main(int argc, char** argv) {
   gradsync::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const gradsync::cli::ExitStatus& status) { return status.code;  // sweep, merge: see their files
+  } catch (const gradsync::cli::ExitStatus& status) {
+    return status.code;  // sweep, merge: see their files
   } catch (const CLI::ParseError& e) {
-    // Usage errors are bad input too: exit 2 like any other (CLI11 returns 0 for --help).
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    // --help and --version print and succeed. Usage errors are bad input like any other:
+    // one line on stderr and exit 2 (CLI11's own report adds a second "Run with --help" line).
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    std::cerr << "gradsync: error: " << what << " (see gradsync --help)\n";
+    return 2;
   } catch (const gradsync::ConfigError& e) {
     std::cerr << e.what() << '\n';
     return 2;

@@ -71,6 +71,7 @@ struct Simulation::Impl {
   std::vector<sg4::CommPtr> retired;         // the last completed Comm (see on_complete)
   std::vector<TransferId> ready;             // worklist for zero-time (same-device) transfers
   double last_arrival = 0.0;
+  std::unordered_map<std::uint64_t, double> pair_bytes;  // payload per routed pair, this run
   std::vector<double> bytes_a_to_b;          // per topology link, this run
   std::vector<double> bytes_b_to_a;
   std::size_t started = 0;
@@ -118,15 +119,27 @@ struct Simulation::Impl {
     built = true;
   }
 
+  // Payload per routed pair during a run (one hash update per message); spread over the
+  // route's links once, when the run ends (expand_link_bytes), not once per message.
   void count_link_bytes(DeviceId src, DeviceId dst, double bytes) {
-    const PlatformRoute* route = platform.find_route(src, dst);
-    if (route == nullptr) return;
-    const auto& devices = route->route.devices;
-    const auto& links = route->route.links;
-    for (std::size_t i = 0; i < links.size(); ++i) {
-      const Link& l = topology->link(links[i]);
-      (devices[i] == l.a ? bytes_a_to_b : bytes_b_to_a)[links[i]] += bytes;
+    pair_bytes[pair_key(src, dst)] += bytes;
+  }
+
+  void expand_link_bytes() {
+    bytes_a_to_b.assign(topology->links().size(), 0.0);
+    bytes_b_to_a.assign(topology->links().size(), 0.0);
+    for (const auto& [key, bytes] : pair_bytes) {
+      const PlatformRoute* route = platform.find_route(static_cast<DeviceId>(key >> 32),
+                                                       static_cast<DeviceId>(key & 0xffffffffULL));
+      if (route == nullptr) continue;
+      const auto& devices = route->route.devices;
+      const auto& links = route->route.links;
+      for (std::size_t i = 0; i < links.size(); ++i) {
+        const Link& l = topology->link(links[i]);
+        (devices[i] == l.a ? bytes_a_to_b : bytes_b_to_a)[links[i]] += bytes;
+      }
     }
+    pair_bytes.clear();
   }
 
   void start_comm(DeviceId src, DeviceId dst, Bytes bytes, TransferId id) {
@@ -204,8 +217,7 @@ struct Simulation::Impl {
     plan = &p;
     ranks = &rank_devices;
     started = 0;
-    bytes_a_to_b.assign(topology->links().size(), 0.0);
-    bytes_b_to_a.assign(topology->links().size(), 0.0);
+    pair_bytes.clear();
     const double t0 = sg4::Engine::get_clock();
     last_arrival = t0;
     const Fidelity fidelity = resolve_fidelity(requested, p);
@@ -231,6 +243,7 @@ struct Simulation::Impl {
       throw std::logic_error("Simulation::run_plan: transfers left unfinished");
     plan = nullptr;
     ranks = nullptr;
+    expand_link_bytes();
     return PlanTiming{Seconds(last_arrival - t0), fidelity, started, std::move(bytes_a_to_b),
                       std::move(bytes_b_to_a)};
   }
