@@ -16,6 +16,7 @@ void add_calibrate_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_advise_command(CLI::App& app);
 struct ExitStatus { int code; };  // thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal)
 
 }  // namespace gradsync::cli

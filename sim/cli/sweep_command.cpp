@@ -72,12 +72,6 @@ void install_stop_handlers() {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
 }
 
-unsigned available_cpus() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 std::string clock_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);
   if (s >= 3600) return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
@@ -221,16 +215,9 @@ int lock_folder(const fs::path& dir) {
 void sweep_run(const SweepCliOptions& o) {
   const SweepSpec spec = load_sweep_file(o.file);
   const SweepShard shard = o.shard.empty() ? SweepShard{} : parse_sweep_shard(o.shard);
-  const unsigned jobs = o.jobs == 0 ? available_cpus() : o.jobs;
+  const unsigned jobs = o.jobs == 0 ? sweep::available_cpus() : o.jobs;
   const double max_regression = sweep::parse_regression_limit(o.max_regression);
-  std::chrono::milliseconds limit{};
-  try {
-    const double seconds = parse_time(o.timeout).seconds();
-    if (!(seconds >= 1e-3) || seconds > 7 * 86400.0) throw UnitError("must be between 1ms and 7 days");
-    limit = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0));
-  } catch (const UnitError& e) {
-    throw ConfigError(SourceMark{"--timeout " + o.timeout, 0, 0}, e.what());
-  }
+  const std::chrono::milliseconds limit = sweep::parse_worker_limit(o.timeout);
   const std::vector<std::string> keys = spec.keys();
   std::optional<sweep::Baseline> baseline;
   if (!o.baseline.empty()) baseline = sweep::load_baseline(o.baseline, keys);  // fail early

@@ -4,11 +4,17 @@
 // calls run in the child between fork and exec.
 #include "worker_pool.hpp"
 
+#include "gradsync/config_error.hpp"
+#include "gradsync/units.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <system_error>
+#include <thread>
+
+#include <sched.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -51,6 +57,23 @@ bool drain(int fd, std::string& into, std::size_t cap) {
 }
 
 }  // namespace
+
+unsigned available_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::chrono::milliseconds parse_worker_limit(const std::string& text) {
+  try {
+    const double seconds = parse_time(text).seconds();
+    if (!(seconds >= 1e-3) || seconds > 7 * 86400.0)
+      throw UnitError("must be between 1ms and 7 days");
+    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0));
+  } catch (const UnitError& e) {
+    throw ConfigError(SourceMark{"--timeout " + text, 0, 0}, e.what());
+  }
+}
 
 WorkerPool::WorkerPool(std::string program, std::chrono::milliseconds limit)
     : program_(std::move(program)), limit_(limit) {}

@@ -24,6 +24,13 @@ struct WorkerResult {
   double wall_s = 0.0;
 };
 
+// CPUs this process may run on (its affinity mask), at least 1: the default number of workers.
+[[nodiscard]] unsigned available_cpus();
+
+// A --timeout value ("600s", "10min") as a wall-time limit per worker, 1 ms to 7 days;
+// ConfigError at "--timeout TEXT" otherwise.
+[[nodiscard]] std::chrono::milliseconds parse_worker_limit(const std::string& text);
+
 class WorkerPool {
  public:
   // `program`: the executable to run (e.g. /proc/self/exe); `limit`: wall time per worker.

@@ -1,0 +1,147 @@
+// `gradsync advise`: which change to a scenario buys the most throughput. The advisor proposes
+// what-ifs (more or fewer servers, faster fabrics, overlap, accumulation, compression, parameter
+// server vs AllReduce, tree vs ring, one NIC per GPU), each a list of `--set` overrides that the
+// CLI simulates as an ordinary `gradsync run`; it then searches the accumulation and the Top-K
+// ratio that bring exposed communication under the 30 % rule (DESIGN.md §1) and ranks every
+// result by samples/s, or by cost per sample.
+//
+// Pure data and functions (model layer): nothing here runs a simulation. The CLI
+// (sim/cli/advise_command.cpp) runs the variants and feeds their outcomes back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradsync/scenario.hpp"
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+// What the advisor needs to know about the scenario it starts from.
+struct AdviceBaseline {
+  bool cluster_template = false;  // the topology is a template: nodes, NICs and the network
+                                  // can be overridden (topology_overrides.*)
+  int nodes = 1;
+  int gpus_per_node = 1;
+  int nics_per_node = 0;
+  std::optional<std::uint32_t> scenario_gpus;  // the scenario's `gpus:` (first N GPUs)
+  std::optional<Fabric> network_fabric;        // unset: one server, no network
+  BytesPerSecond nic_bandwidth{0.0};
+  SyncStrategy strategy = SyncStrategy::AllReduce;
+  SyncAlgorithm algorithm = SyncAlgorithm::Auto;
+  Overlap overlap = Overlap::Bucketed;
+  std::uint32_t accumulation = 1;
+  CompressionMethod compression = CompressionMethod::None;
+  bool has_cost = false;         // the topology has `cost:`
+  bool cost_is_quoted = false;   // `cost: {total: ...}`: a quote that does not scale with nodes
+};
+
+enum class AdviceKind { Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm };
+[[nodiscard]] std::string_view to_string(AdviceKind kind);  // "nodes", "fabric", ...
+
+struct AdviceVariant {
+  AdviceKind kind = AdviceKind::Nodes;
+  std::string change;             // what changed, for people: "network: 10 GbE → 100 GbE"
+  std::vector<std::string> sets;  // the --set overrides that make the change ("key=value")
+  // Cost per sample is priced with the baseline topology's `cost:` as written (a faster NIC at
+  // the old NIC's price): comparable in cluster size, not in hardware generation.
+  bool same_prices = false;
+};
+
+// The changes that need no search: the other fabrics and line rates (those faster than the
+// baseline's), one NIC per GPU, the other overlap policies, int8/fp8/int4 quantization, the
+// other strategy, the other algorithms. Only changes that make sense for the baseline: no
+// network variants on one server, no NIC variant when every GPU has one, and so on.
+[[nodiscard]] std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& baseline);
+
+// Server counts for the scaling curve: 1, 2, 4, ... up to max(4 × nodes, 8) (capped by
+// `max_nodes`), with the baseline's own count; empty for an explicit-form topology.
+[[nodiscard]] std::vector<int> scaling_node_counts(const AdviceBaseline& baseline, int max_nodes);
+[[nodiscard]] AdviceVariant nodes_variant(const AdviceBaseline& baseline, int nodes);
+
+// Gradient accumulation of `k` micro-batches per step (a global batch k / accumulation times
+// the baseline's).
+[[nodiscard]] AdviceVariant accumulation_variant(const AdviceBaseline& baseline, std::uint32_t k);
+// Accumulation values tried first: powers of two above the baseline's, up to kMaxAdviceAccumulation.
+[[nodiscard]] std::vector<std::uint32_t> accumulation_ladder(const AdviceBaseline& baseline);
+inline constexpr std::uint32_t kMaxAdviceAccumulation = 256;
+
+// Top-K sparsification keeping `ratio` of the gradient's elements.
+[[nodiscard]] AdviceVariant topk_variant(double ratio);
+// Keep-ratios tried first, largest first (10 % down to 0.1 %).
+[[nodiscard]] std::vector<double> topk_ladder();
+// Between a keep-ratio known to fail (larger) and one known to pass (smaller): their geometric
+// mean rounded to 2 significant digits, or nothing once they are within 25 % of each other.
+[[nodiscard]] std::optional<double> next_topk_probe(double failing, double passing);
+
+// What one simulated run gave (the keys of `gradsync run --json` the advisor uses).
+struct AdviceOutcome {
+  double step_time_s = 0.0;
+  double samples_per_s = 0.0;
+  double exposed_comm_s = 0.0;
+  double grad_bytes_per_sync = 0.0;
+  double wire_bytes_per_sync = 0.0;
+  int gpus = 0;
+  int nodes = 0;
+  std::optional<double> cost_per_sample;  // with `cost:` in the topology
+  std::string verdict;                    // "compute-bound" / "communication-bound"
+  std::string bottleneck;                 // busiest link, or empty
+  // exposed_comm_s / step_time_s (0 for an empty step).
+  [[nodiscard]] double exposed_share() const;
+  // Meets DESIGN.md §1's rule: exposed share at most kCommunicationBoundShare.
+  [[nodiscard]] bool under_rule() const;
+};
+
+// Searching the smallest accumulation (or the largest keep-ratio) that meets the rule: given
+// the largest value known to fail and the smallest known to pass, the next integer to try, or
+// nothing when they are adjacent.
+[[nodiscard]] std::optional<std::uint32_t> next_accumulation_probe(std::uint32_t failing,
+                                                                   std::uint32_t passing);
+
+// The scaling curve read back: where adding servers stops paying.
+struct ScalingPoint {
+  int nodes = 0;
+  AdviceOutcome outcome;
+};
+struct ScalingSummary {
+  std::vector<ScalingPoint> curve;  // by node count
+  int peak_nodes = 0;               // the most samples/s among the counts tried
+  // The fewest servers (> 1) that beat one server; unset when none of the counts tried does.
+  // Equal to 2 unless a second server makes training slower (a slow network).
+  std::optional<int> breakeven_nodes;
+  // The last count from which doubling the servers still gave at least 1.5× the samples/s
+  // (half the ideal gain of a doubling); unset when no doubling did.
+  std::optional<int> diminishing_after;
+  // Lowest cost per sample, when priced; among counts within 1 % of it, the one with the most
+  // samples/s (the same price per sample, sooner).
+  std::optional<int> cheapest_nodes;
+};
+[[nodiscard]] ScalingSummary summarize_scaling(std::vector<ScalingPoint> curve);
+
+enum class AdviceRanking { SamplesPerSecond, CostPerSample };
+
+struct RankedVariant {
+  AdviceVariant variant;
+  AdviceOutcome outcome;
+  double gain = 0.0;  // samples_per_s / baseline's − 1 (0.25 = 25 % more samples/s)
+};
+
+// Network upgrades that buy nothing over a slower one: walking the fabric variants in the
+// order plan_advice_variants() gives them (slowest first), a variant is dropped when its
+// samples/s beat the baseline's and those of every slower network kept so far by less than
+// `margin` (1 %: the network is no longer the bottleneck). Other variants pass through.
+// Returns the dropped ones.
+inline constexpr double kAdviceNetworkMargin = 0.01;
+[[nodiscard]] std::vector<RankedVariant> drop_dominated_networks(
+    std::vector<RankedVariant>& variants, double baseline_samples_per_s,
+    double margin = kAdviceNetworkMargin);
+// Best first: most samples/s, or lowest cost per sample (unpriced variants last, then by
+// samples/s). Ties keep the input order.
+[[nodiscard]] std::vector<RankedVariant> rank_variants(const AdviceOutcome& baseline,
+                                                       std::vector<RankedVariant> variants,
+                                                       AdviceRanking ranking);
+
+}  // namespace gradsync

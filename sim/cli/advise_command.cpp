@@ -1,0 +1,567 @@
+// `gradsync advise SCENARIO [--set key=value]... [--json] [--rank samples|cost] [-j N]`:
+// "what should we change?". Simulates the what-ifs of advise.hpp, each as its own
+// `gradsync run --json` worker process (one SimGrid simulation per process, STYLE.md rule 5),
+// searches the accumulation and Top-K ratio that meet the 30 % rule, and ranks the results.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../sweep/worker_pool.hpp"
+#include "commands.hpp"
+#include "gradsync/advise.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/scenario_config.hpp"
+#include "gradsync/step_schedule.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+struct AdviseCliOptions {
+  std::string file;
+  std::vector<std::string> sets;
+  bool json = false;
+  std::string rank = "samples";
+  unsigned jobs = 0;
+  int max_nodes = 64;
+  std::string timeout = "600s";
+  std::vector<std::string> cfg;
+};
+
+// One simulated what-if: its outcome, or why it could not run.
+struct Trial {
+  std::optional<AdviceOutcome> outcome;
+  std::string error;
+};
+
+std::string first_line(std::string text) {
+  const auto nl = text.find('\n');
+  if (nl != std::string::npos) text.resize(nl);
+  return text;
+}
+
+AdviceOutcome outcome_of(const nlohmann::json& j) {
+  AdviceOutcome o;
+  o.step_time_s = j.at("step_time_s").get<double>();
+  o.samples_per_s = j.at("samples_per_s").get<double>();
+  o.exposed_comm_s = j.at("exposed_comm_s").get<double>();
+  o.grad_bytes_per_sync = j.at("grad_bytes_per_sync").get<double>();
+  o.wire_bytes_per_sync = j.at("wire_bytes_per_sync").get<double>();
+  o.gpus = j.at("gpus").get<int>();
+  o.nodes = j.at("nodes").get<int>();
+  if (j.contains("cost_per_sample") && j["cost_per_sample"].is_number())
+    o.cost_per_sample = j["cost_per_sample"].get<double>();
+  o.verdict = j.value("verdict", "");
+  if (j.contains("bottleneck") && j["bottleneck"].is_object())
+    o.bottleneck = j["bottleneck"].value("link", "");
+  return o;
+}
+
+// Runs batches of variants as `gradsync run` workers, -j at a time, with progress on a terminal.
+class TrialRunner {
+ public:
+  TrialRunner(const AdviseCliOptions& o, unsigned jobs, std::chrono::milliseconds limit)
+      : o_(o), jobs_(jobs), pool_("/proc/self/exe", limit), limit_(limit),
+        tty_(::isatty(STDERR_FILENO) == 1) {}
+
+  std::vector<Trial> run(const std::vector<std::vector<std::string>>& batch) {
+    std::vector<Trial> out(batch.size());
+    std::size_t next = 0, finished = 0;
+    while (finished < batch.size()) {
+      while (next < batch.size() && pool_.running() < jobs_) {
+        std::vector<std::string> args{"run", o_.file};
+        for (const auto* list : {&o_.sets, &batch[next]})
+          for (const std::string& s : *list) {
+            args.emplace_back("--set");
+            args.push_back(s);
+          }
+        for (const std::string& c : o_.cfg) {
+          args.emplace_back("--cfg");
+          args.push_back(c);
+        }
+        args.emplace_back("--json");
+        pool_.start(next++, "gradsync", args);
+      }
+      for (const sweep::WorkerResult& w : pool_.collect(std::chrono::milliseconds(250))) {
+        out[w.tag] = trial_of(w);
+        ++finished;
+        ++done_;
+      }
+      draw();
+    }
+    return out;
+  }
+
+  void close() {
+    if (tty_ && drawn_) std::cerr << "\r\033[K" << std::flush;
+  }
+  [[nodiscard]] std::size_t runs() const { return done_; }
+
+ private:
+  Trial trial_of(const sweep::WorkerResult& w) const {
+    Trial t;
+    if (w.timed_out) {
+      t.error = fmt::format("timed out after {} (raise --timeout)",
+                            format_time(Seconds(static_cast<double>(limit_.count()) / 1000.0)));
+    } else if (w.signal != 0) {
+      t.error = fmt::format("killed by signal {}", w.signal);
+    } else if (w.exit_code != 0) {
+      t.error = w.err.empty() ? fmt::format("exit code {}", w.exit_code) : first_line(w.err);
+    } else {
+      const auto j = nlohmann::json::parse(w.out, nullptr, /*allow_exceptions=*/false);
+      try {
+        t.outcome = outcome_of(j);
+      } catch (const nlohmann::json::exception&) {
+        t.error = "the run printed no usable JSON";
+      }
+    }
+    return t;
+  }
+
+  void draw() {
+    if (!tty_) return;
+    drawn_ = true;
+    std::cerr << fmt::format("\r\033[Kadvise: {} simulations done, {} running", done_,
+                             pool_.running())
+              << std::flush;
+  }
+
+  const AdviseCliOptions& o_;
+  unsigned jobs_;
+  sweep::WorkerPool pool_;
+  std::chrono::milliseconds limit_;
+  bool tty_;
+  bool drawn_ = false;
+  std::size_t done_ = 0;
+};
+
+AdviceBaseline baseline_of(const LoadedScenario& loaded) {
+  AdviceBaseline b;
+  const Scenario& sc = loaded.scenario;
+  b.scenario_gpus = sc.gpus;
+  b.strategy = sc.sync.strategy;
+  b.algorithm = sc.sync.algorithm;
+  b.overlap = sc.sync.overlap;
+  b.accumulation = sc.training.accumulation;
+  b.compression = sc.sync.compression.method;
+  if (const auto& c = loaded.topology.cluster) {
+    b.cluster_template = true;
+    b.nodes = c->nodes;
+    b.gpus_per_node = c->node.gpus;
+    b.nics_per_node = c->node.nics;
+    b.nic_bandwidth = c->node.nic_bandwidth;
+    if (c->network) b.network_fabric = c->network->fabric;
+    if (c->cost) {
+      b.has_cost = true;
+      b.cost_is_quoted = c->cost->total_override > 0.0;
+    }
+  } else {
+    b.nodes = static_cast<int>(loaded.topology.topology.node_count());
+    b.gpus_per_node = b.nodes > 0 ? static_cast<int>(loaded.topology.topology.gpus().size()) /
+                                        b.nodes
+                                  : 0;
+    b.has_cost = loaded.topology.topology.cost().has_value();
+  }
+  return b;
+}
+
+std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
+
+std::string gain_text(double gain) {
+  if (gain >= 1.0) return fmt::format("×{:.2f}", gain + 1.0);
+  return fmt::format("{:+.1f} %", 100.0 * gain);
+}
+
+Json outcome_json(const AdviceOutcome& o) {
+  Json j{{"step_time_s", o.step_time_s},
+         {"samples_per_s", o.samples_per_s},
+         {"exposed_comm_s", o.exposed_comm_s},
+         {"exposed_comm_share", o.exposed_share()},
+         {"gpus", o.gpus},
+         {"nodes", o.nodes},
+         {"grad_bytes_per_sync", o.grad_bytes_per_sync},
+         {"wire_bytes_per_sync", o.wire_bytes_per_sync},
+         {"verdict", o.verdict},
+         {"bottleneck", o.bottleneck.empty() ? Json(nullptr) : Json(o.bottleneck)}};
+  j["cost_per_sample"] = o.cost_per_sample ? Json(*o.cost_per_sample) : Json(nullptr);
+  return j;
+}
+
+struct Advice {
+  AdviceOutcome baseline;
+  std::vector<RankedVariant> ranked;
+  ScalingSummary scaling;
+  // Targets of the 30 % rule: the smallest accumulation and the largest Top-K keep-ratio that
+  // meet it (unset: not needed, or none of the values tried does).
+  bool rule_met_already = false;
+  std::optional<std::uint32_t> accumulation_needed;
+  std::optional<double> topk_ratio_needed;
+  std::optional<double> compression_ratio_needed;  // dense bytes / wire bytes at that ratio
+  std::vector<std::pair<AdviceVariant, std::string>> not_applicable;
+  std::vector<RankedVariant> no_better;  // networks that gain < 1 % over a slower one
+  std::vector<std::string> notes;
+};
+
+Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& runner) {
+  Advice a;
+  // The baseline alone first: if it cannot run, nothing else can.
+  {
+    const std::vector<Trial> base = runner.run({{}});
+    if (!base[0].outcome) {
+      runner.close();
+      std::cerr << base[0].error << '\n';
+      throw ExitStatus{2};
+    }
+    a.baseline = *base[0].outcome;
+  }
+  a.rule_met_already = a.baseline.under_rule();
+
+  // Everything that needs no search, in one batch.
+  std::vector<AdviceVariant> variants = plan_advice_variants(b);
+  const std::size_t fixed = variants.size();
+  const std::vector<int> counts = scaling_node_counts(b, o.max_nodes);
+  for (int n : counts)
+    if (n != b.nodes) variants.push_back(nodes_variant(b, n));
+  const std::size_t nodes_end = variants.size();
+  std::vector<std::uint32_t> acc_ladder;
+  std::vector<double> topk;
+  if (!a.rule_met_already) {
+    acc_ladder = accumulation_ladder(b);
+    for (std::uint32_t k : acc_ladder) variants.push_back(accumulation_variant(b, k));
+    if (b.compression != CompressionMethod::TopK) {
+      topk = topk_ladder();
+      for (double r : topk) variants.push_back(topk_variant(r));
+    }
+  }
+  std::vector<std::vector<std::string>> batch;
+  for (const AdviceVariant& v : variants) batch.push_back(v.sets);
+  const std::vector<Trial> trials = runner.run(batch);
+
+  std::vector<RankedVariant> results;
+  auto keep = [&](const AdviceVariant& v, const Trial& t) {
+    if (t.outcome) results.push_back({v, *t.outcome, 0.0});
+    else a.not_applicable.emplace_back(v, t.error);
+  };
+  for (std::size_t i = 0; i < nodes_end; ++i) keep(variants[i], trials[i]);
+
+  // The scaling curve: the baseline's own count and every other count that ran.
+  std::vector<ScalingPoint> curve;
+  if (!counts.empty()) curve.push_back({b.nodes, a.baseline});
+  for (std::size_t i = fixed; i < nodes_end; ++i)
+    if (trials[i].outcome)
+      curve.push_back({std::stoi(variants[i].sets[0].substr(variants[i].sets[0].find('=') + 1)),
+                       *trials[i].outcome});
+  a.scaling = summarize_scaling(std::move(curve));
+
+  // Accumulation: the first power of two that meets the rule, then bisect down to the
+  // smallest integer that does.
+  std::size_t at = nodes_end;
+  if (!acc_ladder.empty()) {
+    std::uint32_t failing = b.accumulation;
+    std::optional<std::uint32_t> passing;
+    std::optional<RankedVariant> best;
+    for (std::size_t i = 0; i < acc_ladder.size(); ++i, ++at) {
+      const Trial& t = trials[at];
+      if (!t.outcome) {
+        if (!passing) a.not_applicable.emplace_back(variants[at], t.error);
+        continue;
+      }
+      if (passing) continue;
+      if (t.outcome->under_rule()) {
+        passing = acc_ladder[i];
+        best = RankedVariant{variants[at], *t.outcome, 0.0};
+      } else {
+        failing = acc_ladder[i];
+      }
+    }
+    while (passing) {
+      const auto probe = next_accumulation_probe(failing, *passing);
+      if (!probe) break;
+      const AdviceVariant v = accumulation_variant(b, *probe);
+      const Trial t = runner.run({v.sets})[0];
+      if (t.outcome && t.outcome->under_rule()) {
+        passing = *probe;
+        best = RankedVariant{v, *t.outcome, 0.0};
+      } else {
+        failing = *probe;
+      }
+    }
+    if (best) {
+      a.accumulation_needed = passing;
+      results.push_back(*best);
+    } else {
+      a.notes.push_back(fmt::format(
+          "no accumulation up to {} micro-batches per step brings exposed communication under "
+          "{}",
+          kMaxAdviceAccumulation, percent(kCommunicationBoundShare)));
+    }
+  }
+
+  // Top-K: the largest keep-ratio (least compression) that meets the rule, refined between
+  // the ladder's last failing and first passing ratios.
+  if (!topk.empty()) {
+    double failing = 1.0;
+    std::optional<RankedVariant> best;
+    for (std::size_t i = 0; i < topk.size(); ++i, ++at) {
+      const Trial& t = trials[at];
+      if (best) continue;
+      if (!t.outcome) {
+        a.not_applicable.emplace_back(variants[at], t.error);
+        continue;
+      }
+      if (t.outcome->under_rule()) {
+        a.topk_ratio_needed = topk[i];
+        best = RankedVariant{variants[at], *t.outcome, 0.0};
+      } else {
+        failing = topk[i];
+      }
+    }
+    while (best) {
+      const auto probe = next_topk_probe(failing, *a.topk_ratio_needed);
+      if (!probe) break;
+      const AdviceVariant v = topk_variant(*probe);
+      const Trial t = runner.run({v.sets})[0];
+      if (t.outcome && t.outcome->under_rule()) {
+        a.topk_ratio_needed = *probe;
+        best = RankedVariant{v, *t.outcome, 0.0};
+      } else {
+        failing = *probe;
+      }
+    }
+    if (best) {
+      if (best->outcome.wire_bytes_per_sync > 0.0)
+        a.compression_ratio_needed =
+            best->outcome.grad_bytes_per_sync / best->outcome.wire_bytes_per_sync;
+      results.push_back(*best);
+    } else {
+      a.notes.push_back(fmt::format(
+          "no Top-K keep-ratio down to {} brings exposed communication under {}",
+          fmt::format("{:g} %", topk.back() * 100.0), percent(kCommunicationBoundShare)));
+    }
+  }
+
+  if (!b.cluster_template)
+    a.notes.push_back("the topology is an explicit graph: server count, NICs and network "
+                      "what-ifs need a cluster template (edit the graph to try them)");
+  a.no_better = drop_dominated_networks(results, a.baseline.samples_per_s);
+  a.ranked = rank_variants(a.baseline, std::move(results),
+                           o.rank == "cost" ? AdviceRanking::CostPerSample
+                                            : AdviceRanking::SamplesPerSecond);
+  return a;
+}
+
+void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Advice& a,
+                const AdviseCliOptions& o) {
+  const AdviceOutcome& base = a.baseline;
+  std::cout << fmt::format("advise: {} ({} GPUs on {} node{}, topology {})\n",
+                           loaded.scenario.name, base.gpus, base.nodes, base.nodes == 1 ? "" : "s",
+                           loaded.topology.topology.name());
+  std::cout << fmt::format(
+      "baseline: step {}, {:.1f} samples/s, exposed communication {} of the step ({}){}\n",
+      format_time(Seconds(base.step_time_s)), base.samples_per_s, percent(base.exposed_share()),
+      base.verdict, base.bottleneck.empty() ? "" : "; busiest link " + base.bottleneck);
+  const bool priced = base.cost_per_sample.has_value();
+  if (priced)
+    std::cout << fmt::format("          {:.4g} per sample\n", *base.cost_per_sample);
+
+  std::size_t width = 6;
+  for (const RankedVariant& r : a.ranked) width = std::max(width, r.variant.change.size());
+  std::cout << fmt::format("\nwhat-ifs, best first by {}:\n",
+                           o.rank == "cost" ? "cost per sample" : "samples/s");
+  std::cout << fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12}  {:>8}  {:>7}{}\n", "#", "change",
+                           width, "step", "samples/s", "gain", "exposed",
+                           priced ? "  cost/sample" : "");
+  bool footnote = false;
+  for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+    const RankedVariant& r = a.ranked[i];
+    std::string cost;
+    if (priced) {
+      cost = r.outcome.cost_per_sample ? fmt::format("  {:>11.4g}", *r.outcome.cost_per_sample)
+                                       : fmt::format("  {:>11}", "-");
+      if (r.variant.same_prices && r.outcome.cost_per_sample) {
+        cost += "*";
+        footnote = true;
+      }
+    }
+    std::cout << fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12.1f}  {:>8}  {:>7}{}\n", i + 1,
+                             r.variant.change, width, format_time(Seconds(r.outcome.step_time_s)),
+                             r.outcome.samples_per_s, gain_text(r.gain),
+                             percent(r.outcome.exposed_share()), cost);
+  }
+  if (footnote)
+    std::cout << "  * priced with the topology's cost: as written (the old NIC and switch prices)\n";
+
+  if (!a.no_better.empty()) {
+    std::cout << fmt::format("  not listed, no more than {:g} % over a slower network:",
+                             kAdviceNetworkMargin * 100.0);
+    for (std::size_t i = 0; i < a.no_better.size(); ++i)
+      std::cout << (i ? ", " : " ")
+                << a.no_better[i].variant.change.substr(a.no_better[i].variant.change.find("→") +
+                                                        std::string("→ ").size());
+    std::cout << "\n";
+  }
+
+  if (!a.scaling.curve.empty()) {
+    std::cout << "\nscaling (samples/s by servers):";
+    for (const ScalingPoint& p : a.scaling.curve)
+      std::cout << fmt::format(" {}: {:.0f}", p.nodes, p.outcome.samples_per_s);
+    std::cout << "\n";
+    const ScalingSummary& s = a.scaling;
+    std::cout << fmt::format("  most samples/s at {} server{} of those tried\n", s.peak_nodes,
+                             s.peak_nodes == 1 ? "" : "s");
+    if (s.breakeven_nodes) {
+      if (*s.breakeven_nodes > 2)
+        std::cout << fmt::format("  breakeven: {} servers are needed to beat one server (fewer "
+                                 "are SLOWER than one)\n",
+                                 *s.breakeven_nodes);
+      else
+        std::cout << "  breakeven: 2 servers already beat one\n";
+    } else if (s.curve.size() > 1) {
+      std::cout << "  breakeven: no server count tried beats one server — fix the network first\n";
+    }
+    if (s.diminishing_after)
+      std::cout << fmt::format("  scaling pays up to {} servers (each doubling until there gives "
+                               "≥ 1.5× the samples/s)\n",
+                               *s.diminishing_after);
+    else if (s.curve.size() > 1)
+      std::cout << "  scaling does not pay: no doubling of servers gives 1.5× the samples/s\n";
+    if (s.cheapest_nodes)
+      std::cout << fmt::format("  lowest cost per sample at {} server{}\n", *s.cheapest_nodes,
+                               *s.cheapest_nodes == 1 ? "" : "s");
+  }
+
+  std::cout << fmt::format("\n{} rule (exposed communication ≤ {} of the step):\n", "30 %",
+                           percent(kCommunicationBoundShare));
+  if (a.rule_met_already) {
+    std::cout << "  already met: no accumulation or compression needed\n";
+  } else {
+    if (a.accumulation_needed)
+      std::cout << fmt::format("  accumulation needed: {} micro-batches per step (now {})\n",
+                               *a.accumulation_needed, b.accumulation);
+    if (a.topk_ratio_needed)
+      std::cout << fmt::format(
+          "  compression needed: Top-K keeping {:g} % of the gradient ({:.1f}× fewer bytes on "
+          "the wire)\n",
+          *a.topk_ratio_needed * 100.0, a.compression_ratio_needed.value_or(0.0));
+  }
+  for (const std::string& n : a.notes) std::cout << "  " << n << "\n";
+  if (!a.not_applicable.empty()) {
+    std::cout << "\nnot simulated (the change does not apply to this scenario):\n";
+    for (const auto& [v, why] : a.not_applicable)
+      std::cout << fmt::format("  {}: {}\n", v.change, why);
+  }
+}
+
+Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs, double wall) {
+  Json variants = Json::array();
+  for (const RankedVariant& r : a.ranked) {
+    Json v{{"change", r.variant.change},
+           {"kind", std::string(to_string(r.variant.kind))},
+           {"sets", r.variant.sets},
+           {"step_time_s", r.outcome.step_time_s},
+           {"samples_per_s", r.outcome.samples_per_s},
+           {"gain", r.gain}};
+    const Json measured = outcome_json(r.outcome);  // kept alive: items() is a view
+    for (const auto& [k, val] : measured.items())
+      if (!v.contains(k)) v[k] = val;
+    v["same_prices"] = r.variant.same_prices;
+    variants.push_back(std::move(v));
+  }
+  Json curve = Json::array();
+  for (const ScalingPoint& p : a.scaling.curve)
+    curve.push_back({{"nodes", p.nodes}, {"gpus", p.outcome.gpus},
+                     {"step_time_s", p.outcome.step_time_s},
+                     {"samples_per_s", p.outcome.samples_per_s},
+                     {"cost_per_sample", p.outcome.cost_per_sample
+                                             ? Json(*p.outcome.cost_per_sample)
+                                             : Json(nullptr)}});
+  auto opt = [](const auto& x) { return x ? Json(*x) : Json(nullptr); };
+  Json no_better = Json::array();
+  for (const RankedVariant& r : a.no_better)
+    no_better.push_back({{"change", r.variant.change}, {"sets", r.variant.sets},
+                         {"samples_per_s", r.outcome.samples_per_s}});
+  Json skipped = Json::array();
+  for (const auto& [v, why] : a.not_applicable)
+    skipped.push_back({{"change", v.change}, {"sets", v.sets}, {"error", why}});
+  return Json{{"scenario", loaded.scenario.name},
+              {"topology", loaded.topology.topology.name()},
+              {"baseline", outcome_json(a.baseline)},
+              {"variants", std::move(variants)},
+              {"scaling",
+               {{"curve", std::move(curve)},
+                {"peak_nodes", a.scaling.curve.empty() ? Json(nullptr) : Json(a.scaling.peak_nodes)},
+                {"breakeven_nodes", opt(a.scaling.breakeven_nodes)},
+                {"pays_up_to_nodes", opt(a.scaling.diminishing_after)},
+                {"cheapest_nodes", opt(a.scaling.cheapest_nodes)}}},
+              {"rule",
+               {{"exposed_share_limit", kCommunicationBoundShare},
+                {"met_by_baseline", a.rule_met_already},
+                {"accumulation_needed", opt(a.accumulation_needed)},
+                {"topk_ratio_needed", opt(a.topk_ratio_needed)},
+                {"compression_ratio_needed", opt(a.compression_ratio_needed)}}},
+              {"notes", a.notes},
+              {"no_better_than_slower_network", std::move(no_better)},
+              {"not_applicable", std::move(skipped)},
+              {"simulations", runs},
+              {"wall_s", wall}};
+}
+
+void advise_run(const AdviseCliOptions& o) {
+  // Load in-process first: a bad scenario or --set is reported once, as `run` would.
+  const LoadedScenario loaded = load_scenario_file(o.file, o.sets);
+  if (o.rank != "samples" && o.rank != "cost")
+    throw ConfigError(SourceMark{"--rank " + o.rank, 0, 0},
+                      "unknown ranking; expected samples or cost");
+  const AdviceBaseline b = baseline_of(loaded);
+  if (o.rank == "cost" && !b.has_cost)
+    throw ConfigError(SourceMark{"--rank cost", 0, 0},
+                      "the topology has no cost: to rank by cost per sample");
+  const unsigned jobs = o.jobs == 0 ? sweep::available_cpus() : o.jobs;
+  const auto start = Clock::now();
+  TrialRunner runner(o, jobs, sweep::parse_worker_limit(o.timeout));
+  const Advice a = advise(o, b, runner);
+  runner.close();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  if (o.json) {
+    std::cout << advice_json(loaded, a, runner.runs(), wall).dump(2) << '\n';
+  } else {
+    print_text(loaded, b, a, o);
+    std::cout << fmt::format("\n{} simulations in {:.1f} s\n", runner.runs(), wall);
+  }
+}
+
+}  // namespace
+
+void add_advise_command(CLI::App& app) {
+  auto opts = std::make_shared<AdviseCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "advise", "simulate what-ifs of a scenario (servers, fabric, overlap, accumulation, "
+                "compression, strategy, algorithm) and rank them by samples/s");
+  cmd->add_option("scenario", opts->file, "scenario YAML file")->required();
+  cmd->add_option("--set", opts->sets, "override a scenario key of the baseline (key=value)");
+  cmd->add_flag("--json", opts->json, "print one JSON document: baseline, variants best first");
+  cmd->add_option("--rank", opts->rank, "samples (samples/s, default) or cost (cost per sample)");
+  cmd->add_option("-j,--jobs", opts->jobs, "simulations run at once (default: the CPUs)")
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--max-nodes", opts->max_nodes,
+                  "largest server count on the scaling curve (default 64)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--timeout", opts->timeout, "wall-time limit per simulation (default 600s)");
+  cmd->add_option("--cfg", opts->cfg, "SimGrid option passed to every simulation");
+  cmd->callback([opts] { advise_run(*opts); });
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,198 @@
+// The advisor's pure parts (advise.hpp): which what-ifs it proposes, how it reads a scaling
+// curve back, the accumulation bisection, and the ranking.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "gradsync/advise.hpp"
+
+using namespace gradsync;
+
+namespace {
+
+AdviceBaseline two_servers_on_10gbe() {
+  AdviceBaseline b;
+  b.cluster_template = true;
+  b.nodes = 2;
+  b.gpus_per_node = 4;
+  b.nics_per_node = 1;
+  b.network_fabric = Fabric::Ethernet;
+  b.nic_bandwidth = BytesPerSecond(10e9 / 8.0);
+  return b;
+}
+
+bool has_set(const std::vector<AdviceVariant>& vs, const std::string& set) {
+  return std::any_of(vs.begin(), vs.end(), [&](const AdviceVariant& v) {
+    return std::find(v.sets.begin(), v.sets.end(), set) != v.sets.end();
+  });
+}
+
+AdviceOutcome outcome(double samples_per_s, double step_s = 1.0, double exposed_s = 0.0) {
+  AdviceOutcome o;
+  o.samples_per_s = samples_per_s;
+  o.step_time_s = step_s;
+  o.exposed_comm_s = exposed_s;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("advise: faster networks only, each with its own fabric's efficiency") {
+  const auto vs = plan_advice_variants(two_servers_on_10gbe());
+  CHECK(has_set(vs, "topology_overrides.node.nic_bandwidth=25Gbps"));
+  CHECK(has_set(vs, "topology_overrides.node.nic_bandwidth=100Gbps"));
+  CHECK(has_set(vs, "topology_overrides.network.fabric=infiniband"));
+  CHECK(has_set(vs, "topology_overrides.network.efficiency=0.96"));  // IB default
+  CHECK_FALSE(has_set(vs, "topology_overrides.node.nic_bandwidth=10Gbps"));  // not faster
+  // One NIC per GPU, since 4 GPUs share one NIC.
+  CHECK(has_set(vs, "topology_overrides.node.nics=4"));
+  // The other overlaps, algorithms and strategy; quantization since there is none.
+  CHECK(has_set(vs, "sync.overlap=none"));
+  CHECK_FALSE(has_set(vs, "sync.overlap=bucketed"));  // the baseline's own
+  CHECK(has_set(vs, "sync.algorithm=ring"));
+  CHECK(has_set(vs, "sync.strategy=ps"));
+  CHECK(has_set(vs, "sync.ps.servers=2"));
+  CHECK(has_set(vs, "sync.compression.method=int8"));
+
+  // At the same line rate, only a better fabric: RoCE and InfiniBand at 100 Gb/s over 100 GbE.
+  AdviceBaseline e100 = two_servers_on_10gbe();
+  e100.nic_bandwidth = BytesPerSecond(100e9 / 8.0);
+  const auto up = plan_advice_variants(e100);
+  int at_100 = 0;
+  for (const AdviceVariant& v : up)
+    if (v.kind == AdviceKind::Fabric &&
+        std::find(v.sets.begin(), v.sets.end(), "topology_overrides.node.nic_bandwidth=100Gbps") !=
+            v.sets.end())
+      ++at_100;
+  CHECK(at_100 == 2);
+}
+
+TEST_CASE("advise: one server has no network, NIC or hierarchical what-ifs") {
+  AdviceBaseline one;
+  one.cluster_template = true;
+  one.nodes = 1;
+  one.gpus_per_node = 8;
+  const auto vs = plan_advice_variants(one);
+  for (const AdviceVariant& v : vs) {
+    CHECK(v.kind != AdviceKind::Fabric);
+    CHECK(v.kind != AdviceKind::Nics);
+  }
+  CHECK_FALSE(has_set(vs, "sync.algorithm=hierarchical"));
+  // Scaling still tries more servers.
+  CHECK(scaling_node_counts(one, 64) == std::vector<int>{1, 2, 4, 8});
+}
+
+TEST_CASE("advise: scaling counts are powers of two up to 4x, with the baseline's own") {
+  AdviceBaseline b = two_servers_on_10gbe();
+  b.nodes = 3;
+  CHECK(scaling_node_counts(b, 64) == std::vector<int>{1, 2, 3, 4, 8});
+  CHECK(scaling_node_counts(b, 4) == std::vector<int>{1, 2, 3, 4});
+  b.cluster_template = false;
+  CHECK(scaling_node_counts(b, 64).empty());
+  const AdviceVariant v = nodes_variant(two_servers_on_10gbe(), 8);
+  CHECK(v.sets == std::vector<std::string>{"topology_overrides.nodes=8"});
+  CHECK(v.change.find("32 GPUs") != std::string::npos);
+  AdviceBaseline first_gpus = two_servers_on_10gbe();
+  first_gpus.scenario_gpus = 8;
+  CHECK(has_set({nodes_variant(first_gpus, 4)}, "gpus=16"));
+}
+
+TEST_CASE("advise: a second server on a slow network is slower, breakeven further out") {
+  // One server 9829 samples/s; two on 1 GbE 2247; four 3047; eight 10500.
+  std::vector<ScalingPoint> curve{{4, outcome(3047)}, {1, outcome(9829)}, {2, outcome(2247)},
+                                  {8, outcome(10500)}};
+  const ScalingSummary s = summarize_scaling(curve);
+  CHECK(s.curve.front().nodes == 1);
+  CHECK(s.peak_nodes == 8);
+  REQUIRE(s.breakeven_nodes);
+  CHECK(*s.breakeven_nodes == 8);
+  CHECK_FALSE(s.diminishing_after);  // 1 -> 2 already loses
+
+  // Linear up to 4, then 4 -> 8 gives 1.2x: scaling pays up to 4.
+  const ScalingSummary t = summarize_scaling(
+      {{1, outcome(100)}, {2, outcome(199)}, {4, outcome(390)}, {8, outcome(470)}});
+  CHECK(t.breakeven_nodes == 2);
+  REQUIRE(t.diminishing_after);
+  CHECK(*t.diminishing_after == 4);
+  CHECK(t.peak_nodes == 8);
+}
+
+TEST_CASE("advise: cheapest server count breaks near-ties toward more samples/s") {
+  std::vector<ScalingPoint> curve{{1, outcome(100)}, {2, outcome(200)}, {4, outcome(300)}};
+  curve[0].outcome.cost_per_sample = 1.000;
+  curve[1].outcome.cost_per_sample = 1.005;  // within 1 %: same price per sample, sooner
+  curve[2].outcome.cost_per_sample = 1.300;
+  CHECK(summarize_scaling(curve).cheapest_nodes == 2);
+}
+
+TEST_CASE("advise: accumulation bisection ends at the smallest value meeting the rule") {
+  // Suppose k >= 19 meets the rule: the ladder finds 32 (16 fails), then bisect.
+  std::uint32_t failing = 16, passing = 32;
+  int probes = 0;
+  while (const auto p = next_accumulation_probe(failing, passing)) {
+    ++probes;
+    if (*p >= 19) passing = *p;
+    else failing = *p;
+  }
+  CHECK(passing == 19);
+  CHECK(probes == 4);
+  CHECK_FALSE(next_accumulation_probe(1, 2));
+  AdviceBaseline b;
+  b.accumulation = 4;
+  const auto ladder = accumulation_ladder(b);
+  CHECK(ladder.front() == 8);
+  CHECK(ladder.back() == kMaxAdviceAccumulation);
+}
+
+TEST_CASE("advise: Top-K refinement narrows geometrically to 2 significant digits") {
+  CHECK(next_topk_probe(0.01, 0.005) == doctest::Approx(0.0071));
+  CHECK(next_topk_probe(0.1, 0.05) == doctest::Approx(0.071));
+  CHECK_FALSE(next_topk_probe(0.0071, 0.006));  // within 25 %
+  CHECK_FALSE(next_topk_probe(0.005, 0.01));      // not failing > passing
+  // From 1 (nothing fails below it yet) to 10 %: probes 0.32.
+  CHECK(next_topk_probe(1.0, 0.1) == doctest::Approx(0.32));
+}
+
+TEST_CASE("advise: the 30 % rule on the outcome") {
+  CHECK(outcome(1, 1.0, 0.30).under_rule());
+  CHECK_FALSE(outcome(1, 1.0, 0.31).under_rule());
+  CHECK(outcome(1, 0.0, 0.0).exposed_share() == 0.0);
+}
+
+TEST_CASE("advise: ranking by samples/s and by cost, gains against the baseline") {
+  const AdviceOutcome base = outcome(100);
+  std::vector<RankedVariant> vs;
+  vs.push_back({accumulation_variant(AdviceBaseline{}, 4), outcome(150), 0});
+  vs.push_back({topk_variant(0.01), outcome(300), 0});
+  vs.push_back({nodes_variant(two_servers_on_10gbe(), 1), outcome(80), 0});
+  vs[0].outcome.cost_per_sample = 2.0;
+  vs[1].outcome.cost_per_sample = 3.0;  // the third has no price
+  const auto by_samples = rank_variants(base, vs, AdviceRanking::SamplesPerSecond);
+  CHECK(by_samples[0].variant.kind == AdviceKind::Compression);
+  CHECK(by_samples[0].gain == doctest::Approx(2.0));
+  CHECK(by_samples[2].gain == doctest::Approx(-0.2));
+  const auto by_cost = rank_variants(base, vs, AdviceRanking::CostPerSample);
+  CHECK(by_cost[0].variant.kind == AdviceKind::Accumulation);
+  CHECK(by_cost[2].variant.kind == AdviceKind::Nodes);  // unpriced last
+}
+
+TEST_CASE("advise: networks that gain under 1 % over a slower one are dropped") {
+  const auto planned = plan_advice_variants(two_servers_on_10gbe());
+  std::vector<RankedVariant> vs;
+  for (const AdviceVariant& v : planned)
+    if (v.kind == AdviceKind::Fabric) vs.push_back({v, outcome(0), 0});
+  const std::size_t networks = vs.size();
+  REQUIRE(networks >= 3);
+  // 25 GbE +19 % over the baseline, 100 GbE +2 % over 25 GbE, everything faster +0.5 %.
+  vs[0].outcome.samples_per_s = 119;
+  vs[1].outcome.samples_per_s = 121.4;
+  for (std::size_t i = 2; i < vs.size(); ++i) vs[i].outcome.samples_per_s = 122;
+  vs.push_back({topk_variant(0.1), outcome(50), 0});  // not a network: kept
+  const auto dropped = drop_dominated_networks(vs, 100.0);
+  CHECK(vs.size() == 3);
+  CHECK(dropped.size() == networks - 2);
+  CHECK(vs[0].variant.change.find("25 GbE") != std::string::npos);
+  CHECK(vs[1].variant.change.find("100 GbE") != std::string::npos);
+  CHECK(vs[2].variant.kind == AdviceKind::Compression);
+}

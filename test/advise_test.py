@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""`gradsync advise` end to end, against `gradsync run` on the same overrides.
+
+Cases (argv[1]):
+  slow-network  ResNet-50 on two 4-GPU servers joined by 1 GbE: communication-bound, and a
+                second server is SLOWER than one. A faster network is known to be the fix:
+                it must rank above every overlap, algorithm and strategy change; the baseline
+                and the top variant must equal `run --json` with the same --set; the
+                accumulation found must be the smallest meeting the 30 % rule (checked at K
+                and K-1 with `run`); the scaling curve must say one server beats two.
+  forced-ring   The same servers on 10 GbE with sync.algorithm=ring forced: going back to
+                auto (hierarchical across the NIC) is known to be better and must show a
+                positive gain, ranked above turning overlap off (known worse).
+  cost          dgx-h100-4node-ib with cost: --rank cost puts the lowest cost per sample first.
+  errors        bad inputs exit 2 with one line.
+Environment: GRADSYNC (the binary), SCENARIOS (the scenarios folder).
+"""
+import json
+import os
+import subprocess
+import sys
+
+GRADSYNC = os.environ["GRADSYNC"]
+SCENARIOS = os.environ["SCENARIOS"]
+RESNET = os.path.join(SCENARIOS, "resnet50-pcie-2node-10gbe.yaml")
+ONE_GBE = "topology_overrides.node.nic_bandwidth=1Gbps"
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def advise(scenario, *args):
+    p = subprocess.run([GRADSYNC, "advise", scenario, "--json", "-j", "2", *args],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"advise exited {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def run(scenario, sets):
+    args = [GRADSYNC, "run", scenario, "--json"]
+    for s in sets:
+        args += ["--set", s]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"run exited {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def common_checks(doc, scenario, base_sets):
+    base = doc["baseline"]
+    ref = run(scenario, base_sets)
+    check(close(base["samples_per_s"], ref["samples_per_s"]),
+          f"baseline samples/s {base['samples_per_s']:.1f} = run's {ref['samples_per_s']:.1f}")
+    vs = doc["variants"]
+    check(len(vs) >= 5, f"{len(vs)} variants")
+    s = [v["samples_per_s"] for v in vs]
+    check(all(a >= b for a, b in zip(s, s[1:])), "variants sorted by samples/s, best first")
+    check(all(close(v["gain"], v["samples_per_s"] / base["samples_per_s"] - 1) for v in vs),
+          "gain = samples/s over the baseline's - 1")
+    top = vs[0]
+    again = run(scenario, base_sets + top["sets"])
+    check(close(top["samples_per_s"], again["samples_per_s"]),
+          f"top variant '{top['change']}' reproduced by run --set ({again['samples_per_s']:.1f})")
+    return vs
+
+
+def index_of(vs, pred):
+    for i, v in enumerate(vs):
+        if pred(v):
+            return i
+    return None
+
+
+def case_slow_network():
+    doc = advise(RESNET, "--set", ONE_GBE)
+    vs = common_checks(doc, RESNET, [ONE_GBE])
+    check(doc["baseline"]["verdict"] == "communication-bound", "1 GbE baseline is communication-bound")
+    net = index_of(vs, lambda v: v["kind"] == "fabric")
+    check(net is not None, "a faster network is proposed")
+    others = [i for i, v in enumerate(vs) if v["kind"] in ("overlap", "algorithm", "strategy")]
+    check(net is not None and all(net < i for i in others),
+          "a faster network ranks above every overlap, algorithm and strategy change")
+    check(vs[0]["gain"] > 5.0, f"the best change gains x{vs[0]['gain'] + 1:.1f} (> x6)")
+    # Scaling: one server beats two on 1 GbE.
+    curve = {p["nodes"]: p["samples_per_s"] for p in doc["scaling"]["curve"]}
+    check(curve.get(1, 0) > curve.get(2, 1e300), "one server is faster than two on 1 GbE")
+    be = doc["scaling"]["breakeven_nodes"]
+    check(be is None or be > 2, f"breakeven beyond 2 servers ({be})")
+    # The accumulation found is the smallest meeting the rule.
+    k = doc["rule"]["accumulation_needed"]
+    check(isinstance(k, int) and k > 1, f"accumulation needed: {k}")
+    if isinstance(k, int) and k > 1:
+        at_k = run(RESNET, [ONE_GBE, f"training.accumulation={k}"])
+        below = run(RESNET, [ONE_GBE, f"training.accumulation={k - 1}"])
+        check(at_k["exposed_comm_s"] / at_k["step_time_s"] <= 0.30, f"K={k} meets the 30 % rule")
+        check(below["exposed_comm_s"] / below["step_time_s"] > 0.30, f"K={k - 1} does not")
+    r = doc["rule"]["topk_ratio_needed"]
+    check(r is not None and 0 < r < 1, f"Top-K keep-ratio needed: {r}")
+
+
+def case_forced_ring():
+    sets = ["sync.algorithm=ring"]
+    doc = advise(RESNET, *sum((["--set", s] for s in sets), []))
+    vs = common_checks(doc, RESNET, sets)
+    auto = index_of(vs, lambda v: v["sets"] == ["sync.algorithm=auto"])
+    off = index_of(vs, lambda v: v["sets"] == ["sync.overlap=none"])
+    check(auto is not None and vs[auto]["gain"] > 0.10,
+          f"ring -> auto gains {vs[auto]['gain'] * 100:.0f} % (> 10 %)" if auto is not None
+          else "ring -> auto proposed")
+    check(auto is not None and off is not None and auto < off, "ring -> auto ranks above overlap off")
+    check(off is not None and vs[off]["gain"] < 0, "turning overlap off loses samples/s")
+
+
+def case_cost():
+    scenario = os.path.join(SCENARIOS, "default.yaml")
+    doc = advise(scenario, "--rank", "cost", "--max-nodes", "8")
+    vs = doc["variants"]
+    costs = [v["cost_per_sample"] for v in vs if v["cost_per_sample"] is not None]
+    check(len(costs) >= 3, f"{len(costs)} variants priced")
+    check(all(a <= b for a, b in zip(costs, costs[1:])), "ranked by cost per sample, lowest first")
+    check(doc["baseline"]["cost_per_sample"] is not None, "the baseline is priced")
+
+
+def case_errors():
+    bad = [
+        ["advise", os.path.join(SCENARIOS, "no-such.yaml")],
+        ["advise", RESNET, "--set", "sync.overlap=sometimes"],
+        ["advise", RESNET, "--rank", "cost"],  # pcie-4gpu-2node-10gbe has no cost:
+        ["advise", RESNET, "--rank", "fastest"],
+    ]
+    for args in bad:
+        p = subprocess.run([GRADSYNC, *args], capture_output=True, text=True, timeout=60)
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode == 2 and len(lines) == 1 and "error" in lines[0],
+              f"{' '.join(args[2:]) or args[1]}: exit {p.returncode}, {len(lines)} line(s)")
+
+
+{"slow-network": case_slow_network, "forced-ring": case_forced_ring, "cost": case_cost,
+ "errors": case_errors}[sys.argv[1]]()
+if failures:
+    sys.exit(f"{len(failures)} check(s) failed")
