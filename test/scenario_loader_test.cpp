@@ -283,6 +283,9 @@ TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spe
   check_error_at(error_of(kBase + "sync: {compression: {method: none, encode_rate: 50GB/s}}\n"), 11,
                  49, "applies when a compression method is set");
   check_error_at(error_of(kBase + "gpus: 5\n"), 11, 7, "has 4 GPUs");
+  // NVLS needs one NVSwitch domain of NVLink4 or later: not PCIe GPUs.
+  check_error_at(error_of(kBase + "sync: {algorithm: nvls}\n"), 11, 19,
+                 "nvls cannot run on these GPUs");
   std::string params = kBase;
   params.replace(params.find("25e6"), 4, "1e14");
   check_error_at(error_of(params), 4, 11, "below 1e13");

@@ -69,7 +69,8 @@ enum class SyncStrategy {
   ParameterServer,       // push gradients to k servers, pull parameters back (synchronous)
   AsyncParameterServer,  // push, and start the next step without waiting for the pull
 };
-enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical };  // AllReduce only
+// AllReduce only. Nvls: NVLink SHARP, the NVSwitch reduces (one NVSwitch domain, Hopper or later).
+enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical, Nvls };
 enum class Overlap {
   None,       // every collective starts after backward has finished
   Bucketed,   // DDP: a bucket's collective starts when its last gradient is ready

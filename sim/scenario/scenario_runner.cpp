@@ -23,6 +23,12 @@ class CollectiveTimer {
   struct Group {
     std::vector<DeviceId> devices;  // rank → GPU (workers, then dedicated servers)
     CollectiveRequest base;         // ranks, ranks_per_node, channels, ps options
+    // NVLS plans: the GPUs, then their NVSwitch as the reducing rank; empty when NVLS cannot
+    // run on this group (see nvls_devices_for).
+    std::vector<DeviceId> nvls_devices;
+    [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
+      return a == Algorithm::Nvls ? nvls_devices : devices;
+    }
   };
 
   // The fastest of `algorithms` for (op, bytes) on `group`; returns its duration and name.
@@ -40,7 +46,7 @@ class CollectiveTimer {
         r.op = op;
         r.algorithm = a;
         r.bytes = bytes;
-        PlanTiming t = sim_.run_plan(plan_collective(r), group.devices, fidelity_);
+        PlanTiming t = sim_.run_plan(plan_collective(r), group.devices_for(a), fidelity_);
         it = cache_.emplace(key, std::move(t)).first;
       }
       if (best.first.seconds() < 0 || it->second.time < best.first) {
@@ -64,8 +70,31 @@ class CollectiveTimer {
   const PlanTiming* best_timing_ = nullptr;
 };
 
+// The devices of NVLS plans over `gpus` (the GPUs, then their NVSwitch), or empty when NVLS
+// cannot run there: as `bench --algo auto` decides (one NVSwitch domain of NVLink4 or later,
+// nvls_switch(); NCCL's software model, which carries NVLS's bandwidth factor; 2+ GPUs).
+std::vector<DeviceId> nvls_devices_for(const Topology& topo, const std::vector<DeviceId>& gpus,
+                                       std::string* why) {
+  if (gpus.size() < 2) {
+    if (why) *why = "NVLS needs 2 GPUs or more";
+    return {};
+  }
+  if (topo.software() != SoftwareModel::Nccl) {
+    if (why) *why = "NVLS is NCCL's algorithm: the topology has software: none";
+    return {};
+  }
+  try {
+    std::vector<DeviceId> out = gpus;
+    out.push_back(nvls_switch(topo, gpus));
+    return out;
+  } catch (const ConfigError& e) {
+    if (why) *why = e.what();
+    return {};
+  }
+}
+
 std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std::uint32_t ranks,
-                                      std::uint32_t ppn) {
+                                      std::uint32_t ppn, bool nvls) {
   if (sync.strategy != SyncStrategy::AllReduce) return {Algorithm::ParameterServer};
   if (op != CollectiveOp::AllReduce) return {Algorithm::Ring};  // Top-K all-gather
   switch (sync.algorithm) {
@@ -74,9 +103,11 @@ std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std
     case SyncAlgorithm::Hierarchical:
       if (ppn <= 1 || ranks <= ppn) return {Algorithm::Ring};
       return {Algorithm::Hierarchical};
+    case SyncAlgorithm::Nvls: return {nvls ? Algorithm::Nvls : Algorithm::Ring};
     case SyncAlgorithm::Auto: {
       std::vector<Algorithm> a{Algorithm::Ring, Algorithm::Tree};
       if (ppn > 1 && ranks > ppn) a.push_back(Algorithm::Hierarchical);
+      if (nvls) a.push_back(Algorithm::Nvls);
       return a;
     }
   }
@@ -150,6 +181,16 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     one_node.base.ps.servers = std::min(sc.sync.ps.servers, ppn);
   }
 
+  // NVLS where it can run. An explicit `algorithm: nvls` that cannot is bad input for the whole
+  // cluster; the one-server reference then falls back to the ring.
+  std::string no_nvls;
+  all.nvls_devices = nvls_devices_for(topo, devices, &no_nvls);
+  if (sc.sync.algorithm == SyncAlgorithm::Nvls && sc.sync.strategy == SyncStrategy::AllReduce &&
+      all.nvls_devices.empty())
+    throw ConfigError(SourceMark{sc.file.string(), 0, 0},
+                      "sync.algorithm: nvls cannot run on these GPUs: " + no_nvls);
+  if (multi_node) one_node.nvls_devices = nvls_devices_for(topo, one_node.devices, nullptr);
+
   Simulation sim(topo, options.simgrid_args);
   {
     std::vector<std::pair<DeviceId, DeviceId>> pairs;
@@ -158,12 +199,13 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       for (const BucketWire& wire : result.sync_plan.buckets)
         if (std::find(ops.begin(), ops.end(), wire.op) == ops.end()) ops.push_back(wire.op);
       for (CollectiveOp op : ops)
-        for (Algorithm a : algorithms_for(sc.sync, op, group_ranks, g.base.ranks_per_node)) {
+        for (Algorithm a : algorithms_for(sc.sync, op, group_ranks, g.base.ranks_per_node,
+                                          !g.nvls_devices.empty())) {
           CollectiveRequest r = g.base;
           r.op = op;
           r.algorithm = a;
           r.bytes = Bytes(4096.0 * group_ranks);
-          const auto p = device_pairs(plan_collective(r), g.devices);
+          const auto p = device_pairs(plan_collective(r), g.devices_for(a));
           pairs.insert(pairs.end(), p.begin(), p.end());
         }
     };
@@ -176,7 +218,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   std::vector<double> link_a(topo.links().size(), 0.0), link_b(topo.links().size(), 0.0);
   for (const BucketWire& wire : result.sync_plan.buckets) {
     const auto [t, algo] = timer.time(all, 0, wire.op,
-                                      algorithms_for(sc.sync, wire.op, gpus, ppn), wire.bytes,
+                                      algorithms_for(sc.sync, wire.op, gpus, ppn,
+                                                     !all.nvls_devices.empty()),
+                                      wire.bytes,
                                       &link_a, &link_b);
     result.collective_times.push_back(t);
     result.bucket_algorithms.emplace_back(to_string(algo));
@@ -195,7 +239,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       std::vector<Seconds> node_times;
       for (const BucketWire& wire : node_plan.buckets)
         node_times.push_back(timer.time(one_node, 1, wire.op,
-                                        algorithms_for(sc.sync, wire.op, ppn, ppn), wire.bytes,
+                                        algorithms_for(sc.sync, wire.op, ppn, ppn,
+                                                       !one_node.nvls_devices.empty()),
+                                        wire.bytes,
                                         nullptr, nullptr).first);
       const StepTimeline node_timeline =
           compose_step(result.buckets, node_plan, node_times, sc.compute, step_opts);

@@ -42,11 +42,12 @@ constexpr std::array<std::pair<std::string_view, SyncStrategy>, 3> kStrategies{
     {{"allreduce", SyncStrategy::AllReduce},
      {"ps", SyncStrategy::ParameterServer},
      {"async-ps", SyncStrategy::AsyncParameterServer}}};
-constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 4> kAlgorithms{
+constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 5> kAlgorithms{
     {{"auto", SyncAlgorithm::Auto},
      {"ring", SyncAlgorithm::Ring},
      {"tree", SyncAlgorithm::Tree},
-     {"hierarchical", SyncAlgorithm::Hierarchical}}};
+     {"hierarchical", SyncAlgorithm::Hierarchical},
+     {"nvls", SyncAlgorithm::Nvls}}};
 constexpr std::array<std::pair<std::string_view, Overlap>, 3> kOverlaps{
     {{"none", Overlap::None}, {"bucketed", Overlap::Bucketed}, {"layerwise", Overlap::Layerwise}}};
 constexpr std::array<std::pair<std::string_view, CompressionMethod>, 5> kMethods{
