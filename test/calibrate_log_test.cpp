@@ -87,7 +87,7 @@ TEST_CASE("all_reduce_perf output: ranks, hosts, device, out-of-place rows, trai
   CHECK(*log.avg_busbw_GBps == doctest::Approx(84.468));
 }
 
-TEST_CASE("several runs concatenated are averaged per size; NCCL INFO lines are skipped") {
+TEST_CASE("several runs concatenated are averaged per size, NCCL INFO lines are skipped") {
   std::string second = std::string(kHeader) + kRows;
   // Second run: the 1 GiB row 10 % slower.
   const std::string from = "  1073741824     268435456     float     sum      -1   8203.9  130.88  229.04";
@@ -106,7 +106,7 @@ TEST_CASE("several runs concatenated are averaged per size; NCCL INFO lines are 
   CHECK(log.rows[0].time_us == doctest::Approx(43.83));
 }
 
-TEST_CASE("nodes come from the distinct hosts; extra spaces and older rows without root") {
+TEST_CASE("nodes come from the distinct hosts, extra spaces and older rows without root") {
   const std::string text =
       "#   Rank  0 Pid  1 on   host-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
       "#   Rank  1 Pid  1 on   host-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"

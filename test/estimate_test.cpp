@@ -148,7 +148,7 @@ TEST_CASE("one GPU: nothing to synchronize, except to a parameter server") {
   CHECK(e.ps.busbw->bytes_per_second() == 0.0);  // 2(n-1)/n = 0
 }
 
-TEST_CASE("accumulation amortizes one sync over k micro-batches; compute gives the step share") {
+TEST_CASE("accumulation amortizes one sync over k micro-batches, compute gives the step share") {
   EstimateRequest r = design_example();
   r.accumulation = 4;
   r.compute = Seconds(10.0);  // per micro-batch: 40 s of compute per optimizer step

@@ -323,7 +323,7 @@ TEST_CASE("how the engine charges latency: never less than the wire, never the s
   CHECK(us(nccl_collective_latency(c, Seconds(0), Seconds(0))) == doctest::Approx(us(c.latency)));
 }
 
-TEST_CASE("one rank costs nothing; bad input throws") {
+TEST_CASE("one rank costs nothing, bad input throws") {
   const NcclStepCost one = nccl_cost(Algorithm::Ring, kAR, 1, 1, LinkClass::NvLink, 1_MiB,
                                      gbps(360));
   CHECK(one.latency.seconds() == 0.0);

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <limits>
@@ -44,6 +45,7 @@ struct Expected {
   double latency = 0.0;     // seconds
   double bottleneck = 0.0;  // bytes/s
   std::vector<const sg4::Link*> links;  // SimGrid links after the egress carrier
+  std::size_t tcp_host_links = 0;       // TCP host-cap links after the topology hops
 };
 
 // From the Router's path alone: latency, bottleneck and the link direction of every hop.
@@ -60,12 +62,25 @@ Expected expect(const gradsync::Topology& topo, const gradsync::Router& router,
     const gradsync::PlatformLink& pl = platform.links.at(r.links[i]);
     e.links.push_back(r.devices[i] == l.a ? pl.a_to_b : pl.b_to_a);
   }
+  // Ethernet (TCP) model: the sending and receiving host ports' caps (tcp_model.hpp).
+  if (topo.tcp()) {
+    std::vector<const gradsync::Link*> eth;
+    for (const gradsync::LinkId id : r.links)
+      if (topo.link(id).fabric == gradsync::Fabric::Ethernet) eth.push_back(&topo.link(id));
+    if (!eth.empty()) {
+      e.tcp_host_links = 2;
+      for (const gradsync::Link* l : {eth.front(), eth.back()})
+        e.bottleneck = std::min(
+            e.bottleneck, gradsync::tcp_host_cap(*topo.tcp(), l->bandwidth).bytes_per_second());
+    }
+  }
   return e;
 }
 
-bool same_links(const std::vector<sg4::Link*>& got, const std::vector<const sg4::Link*>& want) {
-  // SimGrid's route is [egress carrier] + the topology hops.
-  if (got.size() != want.size() + 1) return false;
+bool same_links(const std::vector<sg4::Link*>& got, const std::vector<const sg4::Link*>& want,
+                std::size_t extra = 0) {
+  // SimGrid's route is [egress carrier] + the topology hops (+ `extra` TCP host-cap links).
+  if (got.size() != want.size() + 1 + extra) return false;
   for (std::size_t i = 0; i < want.size(); ++i)
     if (got[i + 1] != want[i]) return false;
   return true;
@@ -108,9 +123,16 @@ int main(int argc, char** argv) {
         std::vector<sg4::Link*> sg_links;
         double sg_latency = 0.0;
         from->route_to(to, sg_links, &sg_latency);
-        const bool links_ok = same_links(sg_links, e.links);
-        std::printf("%s route: %zu hops, directions %s\n", name.c_str(), e.links.size(),
-                    links_ok ? "ok" : "MISMATCH");
+        // Adaptive routing replaces the hops where a flow spreads by aggregate links
+        // (platform.hpp): compare the hop count there (ecmp_paths_test checks the spread).
+        const gradsync::PlatformRoute* pr = platform.find_route(src, dst);
+        const bool spread = pr != nullptr && std::any_of(pr->link_shares.begin(), pr->link_shares.end(),
+                                                         [](const auto& s) { return s.share < 1.0; });
+        const bool links_ok =
+            spread ? sg_links.size() == e.links.size() + 1 + e.tcp_host_links
+                   : same_links(sg_links, e.links, e.tcp_host_links);
+        std::printf("%s route: %zu hops, %s %s\n", name.c_str(), e.links.size(),
+                    spread ? "spread (adaptive), hop count" : "directions", links_ok ? "ok" : "MISMATCH");
         failures += links_ok ? 0 : 1;
 
         for (std::uint64_t bytes : kSizes) {

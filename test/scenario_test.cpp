@@ -73,7 +73,7 @@ TEST_CASE("buckets: first bucket within 1 MiB, then 25 MiB, reverse layer order,
   CHECK(seconds(buckets[2].ready_offset) == doctest::Approx(200e-3));
 }
 
-TEST_CASE("buckets: a layer larger than the cap is never split; layerwise is one per layer") {
+TEST_CASE("buckets: a layer larger than the cap is never split, layerwise is one per layer") {
   ModelSpec model;
   model.grad_dtype = GradDtype::Fp32;
   model.layers = {{"small", 2.5e6, 1_ms, 2_ms, {}},  // 10 MB
@@ -194,7 +194,7 @@ TEST_CASE("step: serial comm stream, start_k = max(ready_k, end_k-1), worked by 
   CHECK(seconds(t.compute.back().start) == doctest::Approx(60e-3));
 }
 
-TEST_CASE("step: no overlap costs compute + comm; bucketed overlap hides part of it") {
+TEST_CASE("step: no overlap costs compute + comm, bucketed overlap hides part of it") {
   const ModelSpec model = uniform_model(40, 1e6);  // 4 MB per layer
   SyncSpec sync;
   const auto buckets = build_buckets(model, sync);
@@ -240,7 +240,7 @@ TEST_CASE("step: accumulation over k micro-batches divides the syncs per sample 
   CHECK(backwards == 4);
 }
 
-TEST_CASE("step: async parameter server never waits; staleness counts steps started meanwhile") {
+TEST_CASE("step: async parameter server never waits, staleness counts steps started meanwhile") {
   const ModelSpec model = uniform_model(4, 1e6);
   SyncSpec sync;
   const auto buckets = build_buckets(model, sync);

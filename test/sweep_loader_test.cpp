@@ -48,7 +48,7 @@ TEST_CASE("grid points: the last key varies fastest, values as written") {
   CHECK(s.base.filename() == "resnet50-pcie-2node-10gbe.yaml");
 }
 
-TEST_CASE("zip rows are walked together, outermost; zip x grid") {
+TEST_CASE("zip rows are walked together, outermost, zip x grid") {
   const SweepSpec s = load(kBase + "name: z\nzip:\n  model.params: [1e9, 2e9, 3e9]\n"
                                    "  sync.bucket: [10MiB, 20MiB, 30MiB]\n"
                                    "grid:\n  sync.algorithm: [ring, tree]\n");

@@ -63,6 +63,8 @@ struct NetworkSpec {
   Seconds switch_latency{0.0};
   std::optional<double> efficiency;
   std::optional<RoceOptions> roce;
+  std::optional<TcpOptions> tcp;  // ethernet only; tcp_model.hpp defaults when absent
+  RoutingOptions routing;        // network.routing / qps / ecmp_seed (fabric_model.hpp)
   SourceMark origin;
 };
 

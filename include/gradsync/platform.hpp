@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "gradsync/fabric_model.hpp"
 #include "gradsync/topology.hpp"
 #include "gradsync/units.hpp"
 
@@ -83,6 +84,14 @@ struct PlatformRoute {
   Route route;                      // the path Router::route() chose
   Seconds latency{0.0};             // links' latencies + forwarding latency of crossed devices
   BytesPerSecond bottleneck{0.0};   // smallest effective bandwidth along the route
+  // Routing (fabric_model.hpp). Static routing with network.qps > 1 on a route that crosses the
+  // network: one sub-flow per queue pair, each from its own SimGrid host (qp_sources[0] is the
+  // device's host, the others are per-pair aliases named "<src>>q<k>><dst>") along qp_routes[q].
+  // Empty otherwise (one flow along `route`; under adaptive routing its branching hops are
+  // aggregate links, see build_platform).
+  std::vector<simgrid::s4u::Host*> qp_sources;
+  std::vector<Route> qp_routes;
+  std::vector<LinkShare> link_shares;  // share of the pair's bytes on each link and direction
 };
 
 struct Platform {
@@ -105,6 +114,14 @@ struct Platform {
   std::unordered_map<std::uint64_t, std::size_t> route_index_;  // src << 32 | dst -> routes[i]
 };
 
+// Routing (topology.routing(), fabric_model.hpp): static routing hashes every pair (every QP)
+// on one path; adaptive routing replaces each hop where the flow spreads over several links by
+// one shared "aggregate" SimGrid link per set of (link, direction), of capacity
+// min(effective bandwidth / share) over the set (their sum on symmetric Clos fabrics, where
+// every flow through the set spreads evenly over it). Lossy RoCE (roce.pfc: false): links that
+// leave a switch on a RoCE fabric get SimGrid's NONLINEAR sharing with capacity × go-back-N
+// goodput fraction of the number of flows on them (lossy_goodput_fraction()).
+//
 // Builds the platform for `topology` (validated) into `engine`, which must not have a platform
 // yet, and seals it. Hosts have a speed of kHostSpeed flop/s (an Exec of t flops lasts t s).
 // Throws std::logic_error on a second platform, an unknown device id, or a route the Router

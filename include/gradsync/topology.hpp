@@ -14,9 +14,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gradsync/config_error.hpp"
+#include "gradsync/tcp_model.hpp"
 #include "gradsync/units.hpp"
 
 namespace gradsync {
@@ -63,10 +65,36 @@ struct Link {
   [[nodiscard]] DeviceId other(DeviceId end) const { return end == a ? b : a; }
 };
 
-// RoCE switch features (DESIGN.md §5.1 `network.roce`).
+// RoCE switch features (DESIGN.md §5.1 `network.roce`). The fabric model they drive and the
+// sources of the defaults: include/gradsync/roce_model.hpp, sim/fabric/README.md.
 struct RoceOptions {
   bool pfc = true;
   bool ecn = true;
+  // Buffer one congested switch port may fill before it drops (pfc: false): NVIDIA's default
+  // ECN Kmax, 1500 KB (REFERENCES.md §5), is the queue a RoCE port is configured to hold.
+  Bytes buffer{1500e3};
+  // Go-back-N retransmission timeout after a tail loss (pfc: false): the IB transport's local
+  // ACK timeout 4.096 us x 2^NCCL_IB_TIMEOUT, NCCL_IB_TIMEOUT = 20 (NVIDIA/nccl 2.31
+  // src/transport/net_ib/connect.cc): 4.29 s.
+  Seconds retransmit_timeout{4.096e-6 * 1048576.0};
+};
+
+// How switches spread flows over equal-cost paths (DESIGN.md §4 routing; sim/fabric/README.md).
+//   Static   — every flow (every queue pair) keeps one path, chosen by a seeded hash at each
+//              branching switch: ECMP on Ethernet/RoCE, static (LID) routing on InfiniBand.
+//   Adaptive — switches spread each flow's packets ideally over all equal-cost next hops
+//              (InfiniBand adaptive routing): no hash collisions.
+enum class Routing { Static, Adaptive };
+[[nodiscard]] std::string_view to_string(Routing routing);
+[[nodiscard]] std::optional<Routing> routing_from_string(std::string_view text);
+
+// `network.routing`, `network.qps`, `network.ecmp_seed`.
+struct RoutingOptions {
+  std::optional<Routing> mode;  // unset: the fabric's default (default_routing())
+  // Queue pairs per connection, each hashed on its own path (NCCL_IB_QPS_PER_CONNECTION,
+  // default 1 in NVIDIA/nccl src/transport/net_ib).
+  std::uint32_t qps = 1;
+  std::uint64_t seed = 0;  // ECMP hash seed (a different seed = a different set of collisions)
 };
 
 // Prices for cost comparisons (`cost:`), in the currency named by `currency`.
@@ -102,6 +130,12 @@ class Topology {
   void set_cost(CostSpec c) { cost_ = std::move(c); }
   [[nodiscard]] const std::optional<RoceOptions>& roce() const { return roce_; }
   void set_roce(RoceOptions r) { roce_ = r; }
+  // The Ethernet (TCP) model's options (tcp_model.hpp): set for `network.fabric: ethernet`
+  // (defaults unless `network.tcp:`) and by an explicit topology's `tcp:`; empty = no TCP model.
+  [[nodiscard]] const std::optional<TcpOptions>& tcp() const { return tcp_; }
+  void set_tcp(TcpOptions t) { tcp_ = t; }
+  [[nodiscard]] const RoutingOptions& routing() const { return routing_; }
+  void set_routing(RoutingOptions r) { routing_ = r; }
   [[nodiscard]] const SourceMark& origin() const { return origin_; }
   void set_origin(SourceMark m) { origin_ = std::move(m); }
 
@@ -129,6 +163,8 @@ class Topology {
   SoftwareModel software_ = SoftwareModel::Nccl;
   std::optional<CostSpec> cost_;
   std::optional<RoceOptions> roce_;
+  std::optional<TcpOptions> tcp_;
+  RoutingOptions routing_;
   SourceMark origin_;
   std::vector<Device> devices_;
   std::vector<Link> links_;
@@ -155,6 +191,9 @@ class Router {
   [[nodiscard]] Route route(DeviceId src, DeviceId dst, std::uint64_t flow_hash = 0) const;
   // Hop count of the shortest path; throws std::logic_error when dst is unreachable.
   [[nodiscard]] std::size_t hops(DeviceId src, DeviceId dst) const;
+  // The links out of `at` that stay on a shortest path toward dst (ECMP candidates at that
+  // device), as (link, next device) pairs in link order.
+  [[nodiscard]] std::vector<std::pair<LinkId, DeviceId>> next_hops(DeviceId at, DeviceId dst) const;
 
   static constexpr std::uint64_t kHopCost = 1'000'000;
   static constexpr double kWidthScale = 1000.0;

@@ -2,12 +2,14 @@
 // network:) expanded by expand_cluster(), and the explicit form (devices:, links:).
 #include <charconv>
 #include <filesystem>
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "gradsync/config.hpp"
 #include "gradsync/fabric_defaults.hpp"
+#include "gradsync/fabric_model.hpp"
 #include "name_ranges.hpp"
 #include "yaml_reader.hpp"
 
@@ -30,7 +32,9 @@ constexpr long long kMaxMeshGpus = 32;       // a full NVLink mesh is G(G-1)/2 l
 const std::vector<std::string> kTemplateKeys{"name", "software", "nodes", "node", "network",
                                              "cost"};
 const std::vector<std::string> kExplicitKeys{"name", "software", "devices", "links", "cost",
-                                             "roce"};
+                                             "roce", "routing", "qps", "ecmp_seed", "tcp"};
+const std::vector<std::string> kRouting{"static", "adaptive"};
+constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 const std::vector<std::string> kLinkGroupKeys{"fabric", "switch", "bandwidth", "latency",
                                               "efficiency"};
 const std::vector<std::string> kSoftware{"nccl", "none"};
@@ -67,10 +71,56 @@ LinkGroupSpec read_group(const MapReader& r, Fabric fabric) {
 }
 
 RoceOptions read_roce(const MapReader& parent, const std::string& key) {
-  MapReader r(parent.node(key), parent.file(), parent.path(key), {"pfc", "ecn"});
+  MapReader r(parent.node(key), parent.file(), parent.path(key),
+              {"pfc", "ecn", "buffer", "retransmit_timeout"});
   RoceOptions o;
   o.pfc = r.opt_boolean("pfc").value_or(true);
   o.ecn = r.opt_boolean("ecn").value_or(true);
+  if (r.has("buffer")) {
+    o.buffer = r.size("buffer");
+    if (!(o.buffer.bytes() > 0.0)) r.fail("buffer", "must be positive");
+  }
+  if (r.has("retransmit_timeout")) {
+    o.retransmit_timeout = r.time("retransmit_timeout");
+    if (o.retransmit_timeout.seconds() < 0.0) r.fail("retransmit_timeout", "must not be negative");
+  }
+  return o;
+}
+
+// `tcp:` (network: in the template, top level in the explicit form): the Ethernet (TCP)
+// model's overrides (tcp_model.hpp; defaults and sources in sim/fabric/README.md).
+TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
+  MapReader r(parent.node(key), parent.file(), parent.path(key),
+              {"host_efficiency", "host_cap", "slow_start", "initial_window", "mss"});
+  TcpOptions o;
+  if (r.has("host_cap")) o.host_cap = positive_rate(r, "host_cap");
+  if (const auto e = r.opt_number("host_efficiency")) {
+    if (r.has("host_cap"))
+      r.fail("host_efficiency", "give host_cap (a rate) or host_efficiency (a share), not both");
+    if (!(*e > 0.0 && *e <= 1.0))
+      r.fail("host_efficiency", fmt::format("must be in (0, 1] (a share of the host port's line "
+                                            "rate), got {}", *e));
+    o.host_efficiency = *e;
+  }
+  o.slow_start = r.opt_boolean("slow_start").value_or(o.slow_start);
+  o.initial_window = static_cast<int>(
+      r.opt_integer("initial_window", 1, 1000).value_or(o.initial_window));
+  if (r.has("mss")) {
+    o.mss = r.size("mss");
+    if (o.mss.bytes() < 1.0 || o.mss.bytes() > 65535.0)
+      r.fail("mss", fmt::format("must be between 1B and 65535B (one TCP segment), got {}B",
+                                o.mss.bytes()));
+  }
+  return o;
+}
+
+// `routing`, `qps`, `ecmp_seed` (network: in the template, top level in the explicit form).
+RoutingOptions read_routing(const MapReader& r) {
+  RoutingOptions o;
+  if (const auto mode = r.opt_choice("routing", kRouting)) o.mode = routing_from_string(*mode);
+  o.qps = static_cast<std::uint32_t>(r.opt_integer("qps", 1, kMaxQps).value_or(1));
+  o.seed = static_cast<std::uint64_t>(
+      r.opt_integer("ecmp_seed", 0, std::numeric_limits<long long>::max()).value_or(0));
   return o;
 }
 
@@ -143,7 +193,8 @@ NodeSpec read_node(const MapReader& top) {
 NetworkSpec read_network(const MapReader& top) {
   MapReader r(top.node("network"), top.file(), "network",
               {"fabric", "shape", "hosts_per_leaf", "oversubscription", "spines", "radix",
-               "link_latency", "switch_latency", "efficiency", "roce"});
+               "link_latency", "switch_latency", "efficiency", "roce", "routing", "qps",
+               "ecmp_seed", "tcp"});
   NetworkSpec net;
   net.origin = r.mark();
   net.fabric = *fabric_from_string(r.choice("fabric", kNetworkFabrics));
@@ -167,11 +218,19 @@ NetworkSpec read_network(const MapReader& top) {
   net.link_latency = r.time("link_latency");
   net.switch_latency = r.time("switch_latency");
   net.efficiency = efficiency_of(r);
+  net.routing = read_routing(r);
   // DESIGN.md §5.1's own example carries `roce:` ("roce only") under fabric: infiniband, so
   // the block is accepted and checked on every fabric, and takes effect on roce alone.
   if (r.has("roce")) {
     const RoceOptions roce = read_roce(r, "roce");
     if (net.fabric == Fabric::Roce) net.roce = roce;
+  }
+  if (r.has("tcp")) {
+    const TcpOptions tcp = read_tcp(r, "tcp");
+    if (net.fabric != Fabric::Ethernet)
+      r.fail("tcp", fmt::format("applies to fabric: ethernet only (this network is {})",
+                                to_string(net.fabric)));
+    net.tcp = tcp;
   }
   return net;
 }
@@ -212,6 +271,8 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
   topo.set_software(read_software(top));
   if (top.has("cost")) topo.set_cost(read_cost(top));
   if (top.has("roce")) topo.set_roce(read_roce(top, "roce"));
+  if (top.has("tcp")) topo.set_tcp(read_tcp(top, "tcp"));
+  topo.set_routing(read_routing(top));
 
   std::unordered_map<std::string, DeviceId> by_name;
   for (const YAML::Node& item : config::sequence_of(top.node("devices"), top.file(), "devices")) {

@@ -3,9 +3,14 @@
 // as it completes, so memory follows the flows in flight, not the plan's length.
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
 
 #include <cmath>
+#include <limits>
+#include <unordered_set>
 #include <map>
 #include <optional>
 #include <set>
@@ -14,6 +19,7 @@
 #include <unordered_map>
 
 #include "gradsync/engine.hpp"
+#include "gradsync/fabric_model.hpp"
 #include "gradsync/nccl_model.hpp"
 #include "gradsync/platform.hpp"
 
@@ -67,7 +73,33 @@ struct Simulation::Impl {
   std::vector<std::uint32_t> pending;        // unresolved dependencies per transfer
   std::vector<std::uint32_t> succ_offset;    // CSR: successors of transfer t are
   std::vector<TransferId> succ;              //   succ[succ_offset[t] .. succ_offset[t+1])
-  std::unordered_map<const sg4::Activity*, std::pair<sg4::CommPtr, TransferId>> in_flight;
+  // One SimGrid Comm: a transfer, or one queue pair's share of it (PlatformRoute::qp_sources).
+  struct InFlight {
+    sg4::CommPtr comm;
+    TransferId id = kNoTransfer;
+    DeviceId src = 0;
+    DeviceId dst = 0;
+    std::uint32_t qp = 0;
+    double cap = 0.0;  // rate cap set at start (B/s), 0 = none
+  };
+  std::unordered_map<const sg4::Activity*, InFlight> in_flight;
+  std::unordered_map<TransferId, std::uint32_t> parts_left;  // transfers split over QPs
+  // RoCE corrections applied when flows start (fabric_model.hpp): with PFC and without ECN,
+  // per-ingress-port sharing and head-of-line victims as rate caps; lossy RoCE, a
+  // retransmission timeout for flows whose synchronized first burst overflows a port. Flows
+  // started at one simulated instant are evaluated together (`deferred`, flush_deferred()).
+  enum class RoceTier { None, PfcWithoutEcn, Lossy };
+  RoceTier roce_tier = RoceTier::None;
+  struct Deferred {
+    DeviceId src;
+    DeviceId dst;
+    double wire;  // bytes on the wire
+    TransferId id;
+    double latency_scale;
+  };
+  std::vector<Deferred> deferred;
+  double next_extra_latency = 0.0;  // s, read by the latency model while Comm::start() runs
+  double next_rate_cap = 0.0;       // bandwidth factor (0: none), read while start() runs
   std::vector<sg4::CommPtr> retired;         // the last completed Comm (see on_complete)
   std::vector<TransferId> ready;             // worklist for zero-time (same-device) transfers
   double last_arrival = 0.0;
@@ -93,6 +125,12 @@ struct Simulation::Impl {
       nccl_bus_bandwidth = nccl_bus_bandwidth_estimate(topo);
       nccl_intra = nccl_intra_class(topo);
     }
+    if (topo.roce()) {
+      bool roce_links = false;
+      for (const Link& l : topo.links()) roce_links = roce_links || l.fabric == Fabric::Roce;
+      if (roce_links && !topo.roce()->pfc) roce_tier = RoceTier::Lossy;
+      else if (roce_links && !topo.roce()->ecn) roce_tier = RoceTier::PfcWithoutEcn;
+    }
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { on_complete(a); });
   }
 
@@ -100,7 +138,28 @@ struct Simulation::Impl {
     if (built) throw std::logic_error("Simulation::build called twice");
     PlatformOptions options;
     options.ecmp_seed = ecmp_seed;
-    options.latency_model = [this](Bytes, DeviceId src, DeviceId dst, Seconds route_latency) {
+    options.latency_model = [this](Bytes size, DeviceId src, DeviceId dst, Seconds route_latency) {
+      return base_latency(size, src, dst, route_latency) + Seconds(next_extra_latency);
+    };
+    platform = build_platform(*engine, *topology, router, pairs, options);
+    // PFC rates of the RoCE tier. SimGrid 3.32 honours neither Comm::set_rate() on
+    // host-to-host Comms nor a bound from the bandwidth factor f under CM02: f only scales what
+    // a flow delivers (its max-min share x f). So a flow whose PFC rate is below its max-min
+    // share at start gets f = PFC rate / max-min share: it holds its share of the links (the
+    // time PFC keeps them paused) and delivers the PFC rate while that congestion lasts.
+    if (roce_tier == RoceTier::PfcWithoutEcn)
+      engine->get_netzone_root()->get_network_model()->set_bw_factor_cb(
+          [this](double, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                 const std::unordered_set<sg4::NetZone*>&) {
+            return next_rate_cap > 0.0 ? next_rate_cap : 1.0;
+          });
+    for (const PlatformRoute& r : platform.routes)
+      route_class[pair_key(r.src, r.dst)] = route_link_class(*topology, r.route);
+    built = true;
+  }
+
+  Seconds base_latency(Bytes, DeviceId src, DeviceId dst, Seconds route_latency) {
+    {
       const std::uint64_t key = pair_key(src, dst);
       const auto it = latency_multiplier.find(key);
       if (it != latency_multiplier.end())  // flow fidelity: the phase's whole latency
@@ -112,11 +171,7 @@ struct Simulation::Impl {
         return nccl_step_latency(route_latency, per_step) * next_latency_scale;
       }
       return route_latency;
-    };
-    platform = build_platform(*engine, *topology, router, pairs, options);
-    for (const PlatformRoute& r : platform.routes)
-      route_class[pair_key(r.src, r.dst)] = route_link_class(*topology, r.route);
-    built = true;
+    }
   }
 
   // Payload per routed pair during a run (one hash update per message); spread over the
@@ -132,6 +187,12 @@ struct Simulation::Impl {
       const PlatformRoute* route = platform.find_route(static_cast<DeviceId>(key >> 32),
                                                        static_cast<DeviceId>(key & 0xffffffffULL));
       if (route == nullptr) continue;
+      if (!route->link_shares.empty()) {  // QPs or adaptive spreading: bytes × share per link
+        for (const LinkShare& s : route->link_shares)
+          (topology->link(s.link).a == s.from ? bytes_a_to_b : bytes_b_to_a)[s.link] +=
+              bytes * s.share;
+        continue;
+      }
       const auto& devices = route->route.devices;
       const auto& links = route->route.links;
       for (std::size_t i = 0; i < links.size(); ++i) {
@@ -149,11 +210,138 @@ struct Simulation::Impl {
     const double wire = nccl_run_cost && nccl_run_cost->bandwidth_factor > 0.0
                             ? bytes.bytes() / nccl_run_cost->bandwidth_factor
                             : bytes.bytes();
-    auto comm = sg4::Comm::sendto_init(platform.device_hosts.at(src), platform.device_hosts.at(dst));
-    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(wire)));
-    in_flight.emplace(comm.get(), std::make_pair(comm, id));
-    ++started;
-    comm->start();
+    if (roce_tier != RoceTier::None) {
+      deferred.push_back(Deferred{src, dst, wire, id, next_latency_scale});
+      return;
+    }
+    launch(src, dst, wire, id, {});
+  }
+
+  // Starts the Comms of one transfer: one, or one per queue pair (each wire/Q bytes from its own
+  // source host). `caps`: a bandwidth factor per part (PFC rate / max-min share; 0 = none).
+  void launch(DeviceId src, DeviceId dst, double wire, TransferId id,
+              const std::vector<double>& caps) {
+    const PlatformRoute* route = platform.find_route(src, dst);
+    const std::size_t parts =
+        route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
+    if (parts > 1) {
+      if (flow_mode) flows_left += parts - 1;
+      else parts_left[id] = static_cast<std::uint32_t>(parts);
+    }
+    for (std::size_t q = 0; q < parts; ++q) {
+      sg4::Host* from = parts > 1 ? route->qp_sources[q] : platform.device_hosts.at(src);
+      const double cap = q < caps.size() ? caps[q] : 0.0;
+      auto comm = sg4::Comm::sendto_init(from, platform.device_hosts.at(dst));
+      comm->set_payload_size(
+          static_cast<std::uint64_t>(std::llround(wire / static_cast<double>(parts))));
+      // The cap goes through the bandwidth-factor callback (read while start() runs).
+      next_rate_cap = cap;
+      in_flight.emplace(comm.get(),
+                        InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap});
+      ++started;
+      comm->start();
+      next_rate_cap = 0.0;
+    }
+  }
+
+  // The directed ports (2·link + direction) of a part's path.
+  const Route& part_route(DeviceId src, DeviceId dst, std::uint32_t qp) const {
+    const PlatformRoute* route = platform.find_route(src, dst);
+    return qp < route->qp_routes.size() ? route->qp_routes[qp] : route->route;
+  }
+  std::size_t port_of(const Route& r, std::size_t i) const {
+    return 2 * r.links[i] + (topology->link(r.links[i]).a == r.devices[i] ? 0 : 1);
+  }
+  bool roce_switch_egress(const Route& r, std::size_t i) const {
+    return topology->link(r.links[i]).fabric == Fabric::Roce &&
+           topology->device(r.devices[i]).kind == DeviceKind::Switch;
+  }
+
+  // Starts the flows deferred at this instant, with the RoCE tier's caps or timeouts.
+  void flush_deferred() {
+    if (deferred.empty()) return;
+    std::vector<Deferred> batch;
+    batch.swap(deferred);
+    struct Part {
+      std::size_t batch_index;
+      std::uint32_t qp;
+    };
+    std::vector<FluidFlow> flows;
+    std::vector<Part> parts;  // the new flows' parts, after the in-flight ones in `flows`
+    auto add_flow = [&](DeviceId src, DeviceId dst, std::uint32_t qp, double cap) {
+      const Route& r = part_route(src, dst, qp);
+      FluidFlow f;
+      f.cap = cap;
+      for (std::size_t i = 0; i < r.links.size(); ++i) f.ports.emplace_back(port_of(r, i), 1.0);
+      flows.push_back(std::move(f));
+    };
+    if (roce_tier == RoceTier::PfcWithoutEcn)
+      for (const auto& [activity, f] : in_flight) add_flow(f.src, f.dst, f.qp, f.cap);
+    const std::size_t first_new = flows.size();
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      const PlatformRoute* route = platform.find_route(batch[b].src, batch[b].dst);
+      const std::size_t n = route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
+      for (std::uint32_t q = 0; q < n; ++q) {
+        parts.push_back(Part{b, q});
+        add_flow(batch[b].src, batch[b].dst, q, 0.0);
+      }
+    }
+    std::vector<std::vector<double>> caps(batch.size());
+    std::vector<double> extra(batch.size(), 0.0);
+    const auto& links = topology->links();
+    if (roce_tier == RoceTier::PfcWithoutEcn) {
+      std::vector<double> capacity(2 * links.size());
+      std::vector<bool> egress(2 * links.size(), false);
+      for (LinkId id = 0; id < links.size(); ++id) {
+        capacity[2 * id] = capacity[2 * id + 1] = links[id].effective_bandwidth().bytes_per_second();
+        egress[2 * id] = links[id].fabric == Fabric::Roce &&
+                         topology->device(links[id].a).kind == DeviceKind::Switch;
+        egress[2 * id + 1] = links[id].fabric == Fabric::Roce &&
+                             topology->device(links[id].b).kind == DeviceKind::Switch;
+      }
+      const std::vector<double> fair = max_min_rates(flows, capacity);
+      const std::vector<double> pfc = pfc_rates(flows, capacity, egress);
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        const std::size_t f = first_new + k;
+        auto& c = caps[parts[k].batch_index];
+        c.resize(parts[k].qp + 1, 0.0);
+        if (std::isfinite(pfc[f]) && pfc[f] > 0.0 && pfc[f] < fair[f] * (1.0 - 1e-6))
+          c[parts[k].qp] = pfc[f] / fair[f];
+      }
+    } else if (roce_tier == RoceTier::Lossy) {
+      // Synchronized first burst: per switch egress port, the batch's parts each put
+      // min(part bytes, bdp) on it; a part whose port overflows waits for a timeout.
+      std::unordered_map<std::size_t, double> burst;
+      auto bdp_of = [&](const Deferred& d, std::size_t port) {
+        const PlatformRoute* route = platform.find_route(d.src, d.dst);
+        return links[port / 2].effective_bandwidth().bytes_per_second() * 2.0 *
+               route->latency.seconds();
+      };
+      for (const Part& part : parts) {
+        const Deferred& d = batch[part.batch_index];
+        const Route& r = part_route(d.src, d.dst, part.qp);
+        const double bytes = d.wire / static_cast<double>(std::max<std::size_t>(
+                                          platform.find_route(d.src, d.dst)->qp_sources.size(), 1));
+        for (std::size_t i = 0; i < r.links.size(); ++i)
+          if (roce_switch_egress(r, i)) burst[port_of(r, i)] += std::min(bytes, bdp_of(d, port_of(r, i)));
+      }
+      for (const Part& part : parts) {
+        const Deferred& d = batch[part.batch_index];
+        const Route& r = part_route(d.src, d.dst, part.qp);
+        for (std::size_t i = 0; i < r.links.size(); ++i)
+          if (roce_switch_egress(r, i) &&
+              lossy_burst_overflows(Bytes(burst[port_of(r, i)]), Bytes(bdp_of(d, port_of(r, i))),
+                                    topology->roce()->buffer))
+            extra[part.batch_index] = topology->roce()->retransmit_timeout.seconds();
+      }
+    }
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      next_latency_scale = batch[b].latency_scale;
+      next_extra_latency = extra[b];
+      launch(batch[b].src, batch[b].dst, batch[b].wire, batch[b].id, caps[b]);
+    }
+    next_latency_scale = 1.0;
+    next_extra_latency = 0.0;
   }
 
   // `released_by` is the dependency whose arrival made the transfer ready (kNoTransfer at
@@ -190,21 +378,26 @@ struct Simulation::Impl {
         if (--pending[s] == 0) start_transfer(s, done);
       }
     }
+    flush_deferred();
   }
 
   void on_complete(const sg4::Activity& activity) {
     const auto it = in_flight.find(&activity);
     if (it == in_flight.end()) return;
-    const TransferId id = it->second.second;
+    const TransferId id = it->second.id;
     // SimGrid still uses this Comm after the callback returns: keep it until the next
     // completion (by then its handling is over), so at most one finished Comm stays alive.
     retired.clear();
-    retired.push_back(std::move(it->second.first));
+    retired.push_back(std::move(it->second.comm));
     in_flight.erase(it);
     if (flow_mode) {
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       --flows_left;
       return;
+    }
+    if (const auto parts = parts_left.find(id); parts != parts_left.end()) {
+      if (--parts->second > 0) return;  // other queue pairs of this transfer still in flight
+      parts_left.erase(parts);
     }
     ready.push_back(id);
     drain();
@@ -324,6 +517,7 @@ struct Simulation::Impl {
       flows_left = flows.size();
       for (const auto& [key, b] : flows)
         start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
+      flush_deferred();
       engine->run();
     }
     latency_multiplier.clear();

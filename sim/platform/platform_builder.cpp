@@ -24,8 +24,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 
 #include "gradsync/config_error.hpp"
@@ -58,6 +60,7 @@ struct RouteLatency {
   DeviceId src;
   DeviceId dst;
   double latency;  // seconds
+  double tcp_rate = 0.0;  // bytes/s: bottleneck of a route through a TCP host port; 0 = none
 };
 
 struct HostPairHash {
@@ -217,44 +220,197 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     return egress[d];
   };
 
-  auto table = std::make_shared<LatencyTable>();
+  // Routing (fabric_model.hpp): spread every pair first, so that the per-QP alias hosts exist
+  // before the first route (FullZone sizes its table by the host count).
+  const Routing routing = effective_routing(topology);
+  const std::uint32_t qps = std::max<std::uint32_t>(topology.routing().qps, 1);
+  const std::uint64_t seed = options.ecmp_seed ^ topology.routing().seed;
+  std::vector<PathSpread> spreads;
   std::unordered_set<std::uint64_t> seen;
-  std::vector<sg4::LinkInRoute> hops;
   for (const auto& [src, dst] : routed_pairs) {
     if (src == dst || !seen.insert(pair_key(src, dst)).second) continue;
-    PlatformRoute pr{src, dst, router.route(src, dst, ecmp_flow_hash(options.ecmp_seed, src, dst)),
-                     Seconds{0.0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
-    check_route_shape(topology, pr.route, src, dst);
+    spreads.push_back(spread_paths(topology, router, src, dst, routing, qps,
+                                   ecmp_flow_hash(seed, src, dst)));
+    for (const Route& r : spreads.back().qp_routes) check_route_shape(topology, r, src, dst);
+    const Route& r0 = spreads.back().qp_routes.front();
+    p.routes.push_back(PlatformRoute{src, dst, r0, Seconds{0.0},
+                                     BytesPerSecond{std::numeric_limits<double>::infinity()}});
+    PlatformRoute& pr = p.routes.back();
+    pr.link_shares = spreads.back().link_shares;
+    if (spreads.back().qp_routes.size() > 1) {
+      pr.qp_routes = spreads.back().qp_routes;
+      pr.qp_sources.push_back(p.device_hosts[src]);
+      for (std::size_t q = 1; q < pr.qp_routes.size(); ++q)
+        pr.qp_sources.push_back(p.zone->create_host(
+            fmt::format("{}>q{}>{}", devices[src].name, q, devices[dst].name), kHostSpeed));
+    }
+  }
 
-    hops.clear();
-    hops.emplace_back(egress_of(src));
-    for (std::size_t i = 0; i < pr.route.links.size(); ++i) {
-      const LinkId id = pr.route.links[i];
+  // Hops of one path, with its latency and bottleneck.
+  auto path_hops = [&](const Route& route, std::vector<sg4::LinkInRoute>& hops, Seconds& latency,
+                       BytesPerSecond& bottleneck) {
+    for (std::size_t i = 0; i < route.links.size(); ++i) {
+      const LinkId id = route.links[i];
       const Link& l = topology.link(id);
-      const DeviceId from = pr.route.devices[i];
+      const DeviceId from = route.devices[i];
       if (l.duplex == Duplex::Full)
         hops.emplace_back(route_links[id], l.a == from ? sg4::LinkInRoute::Direction::UP
                                                        : sg4::LinkInRoute::Direction::DOWN);
       else
         hops.emplace_back(route_links[id]);
-      pr.latency += l.latency;
-      if (i > 0) pr.latency += devices[from].latency;  // forwarding at a crossed device
-      pr.bottleneck = std::min(pr.bottleneck, l.effective_bandwidth());
+      latency += l.latency;
+      if (i > 0) latency += devices[from].latency;  // forwarding at a crossed device
+      bottleneck = std::min(bottleneck, l.effective_bandwidth());
     }
+  };
+  // Adaptive routing: one shared aggregate link per set of (link, direction) a flow spreads over.
+  std::map<std::vector<std::pair<LinkId, DeviceId>>, sg4::Link*> aggregates;
+  auto aggregate_of = [&](const std::vector<LinkShare>& stage, BytesPerSecond& capacity) {
+    std::vector<std::pair<LinkId, DeviceId>> key;
+    double bw = std::numeric_limits<double>::infinity();
+    for (const LinkShare& s : stage) {
+      key.emplace_back(s.link, s.from);
+      bw = std::min(bw, topology.link(s.link).effective_bandwidth().bytes_per_second() / s.share);
+    }
+    std::sort(key.begin(), key.end());
+    auto [it, fresh] = aggregates.emplace(key, nullptr);
+    if (fresh)
+      it->second = p.zone->create_link(fmt::format("aggregate{}:{}x{}-from-{}", aggregates.size(),
+                                                   key.size(), key.front().first,
+                                                   devices[key.front().second].name),
+                                       bw)
+                       ->seal();
+    capacity = BytesPerSecond(it->second->get_bandwidth());
+    return it->second;
+  };
+
+  // Ethernet (TCP) host cap (tcp_model.hpp): one shared link per host port and direction, of
+  // capacity tcp_host_cap(), on every route through that port. A host port is the device where
+  // a route enters its first ethernet link (sending) and the one where it leaves its last
+  // (receiving); routes without ethernet links, and topologies without a TCP model, get none.
+  std::map<std::pair<DeviceId, bool>, sg4::Link*> tcp_host_links;  // (port, receiving) -> link
+  auto tcp_host_hops = [&](const Route& route, std::vector<sg4::LinkInRoute>& out,
+                           BytesPerSecond& bottleneck) {
+    if (!topology.tcp()) return;
+    std::size_t first = route.links.size(), last = route.links.size();
+    for (std::size_t i = 0; i < route.links.size(); ++i)
+      if (topology.link(route.links[i]).fabric == Fabric::Ethernet) {
+        if (first == route.links.size()) first = i;
+        last = i;
+      }
+    if (first == route.links.size()) return;
+    for (const auto& [port, receiving, link] :
+         {std::tuple{route.devices[first], false, route.links[first]},
+          std::tuple{route.devices[last + 1], true, route.links[last]}}) {
+      auto [it, fresh] = tcp_host_links.emplace(std::pair{port, receiving}, nullptr);
+      const BytesPerSecond cap = tcp_host_cap(*topology.tcp(), topology.link(link).bandwidth);
+      if (fresh)
+        it->second = p.zone
+                         ->create_link(fmt::format("tcp-host-{}:{}", receiving ? "rx" : "tx",
+                                                   devices[port].name),
+                                       cap.bytes_per_second())
+                         ->seal();
+      out.emplace_back(it->second);
+      bottleneck = std::min(bottleneck, BytesPerSecond(it->second->get_bandwidth()));
+    }
+  };
+
+  auto table = std::make_shared<LatencyTable>();
+  std::vector<sg4::LinkInRoute> hops;
+  for (std::size_t k = 0; k < p.routes.size(); ++k) {
+    PlatformRoute& pr = p.routes[k];
+    const PathSpread& spread = spreads[k];
+    const DeviceId src = pr.src;
+    const DeviceId dst = pr.dst;
+    hops.clear();
+    hops.emplace_back(egress_of(src));
+    BytesPerSecond unused_bottleneck{0.0};
+    if (spread.stages.empty()) {
+      path_hops(pr.route, hops, pr.latency, pr.bottleneck);
+    } else {
+      // Latency along the representative path; bandwidth per stage (physical or aggregate).
+      path_hops(pr.route, hops, pr.latency, unused_bottleneck);
+      hops.erase(hops.begin() + 1, hops.end());
+      for (const auto& stage : spread.stages) {
+        if (stage.size() == 1) {
+          const Link& l = topology.link(stage.front().link);
+          if (l.duplex == Duplex::Full)
+            hops.emplace_back(route_links[stage.front().link],
+                              l.a == stage.front().from ? sg4::LinkInRoute::Direction::UP
+                                                        : sg4::LinkInRoute::Direction::DOWN);
+          else
+            hops.emplace_back(route_links[stage.front().link]);
+          pr.bottleneck = std::min(pr.bottleneck, l.effective_bandwidth());
+        } else {
+          BytesPerSecond capacity{0.0};
+          hops.emplace_back(aggregate_of(stage, capacity));
+          pr.bottleneck = std::min(pr.bottleneck, capacity);
+        }
+      }
+    }
+    const std::size_t hops_before_tcp = hops.size();
+    tcp_host_hops(pr.route, hops, pr.bottleneck);
+    const double tcp_rate = hops.size() > hops_before_tcp ? pr.bottleneck.bytes_per_second() : 0.0;
     p.zone->add_route(p.device_hosts[src]->get_netpoint(), p.device_hosts[dst]->get_netpoint(),
                       nullptr, nullptr, hops, /*symmetrical=*/false);
     table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{p.device_hosts[src],
                                                                  p.device_hosts[dst]},
-                   RouteLatency{src, dst, pr.latency.seconds()});
-    p.route_index_.emplace(pair_key(src, dst), p.routes.size());
-    p.routes.push_back(std::move(pr));
+                   RouteLatency{src, dst, pr.latency.seconds(), tcp_rate});
+    // Static routing with several QPs: QP q's sub-flow leaves from its alias host.
+    for (std::size_t q = 1; q < pr.qp_sources.size(); ++q) {
+      hops.clear();
+      hops.emplace_back(egress_of(src));
+      Seconds qp_latency{0.0};
+      BytesPerSecond qp_bottleneck{std::numeric_limits<double>::infinity()};
+      path_hops(pr.qp_routes[q], hops, qp_latency, qp_bottleneck);
+      tcp_host_hops(pr.qp_routes[q], hops, qp_bottleneck);
+      pr.bottleneck = std::min(pr.bottleneck, qp_bottleneck);
+      p.zone->add_route(pr.qp_sources[q]->get_netpoint(), p.device_hosts[dst]->get_netpoint(),
+                        nullptr, nullptr, hops, /*symmetrical=*/false);
+      table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{pr.qp_sources[q],
+                                                                   p.device_hosts[dst]},
+                     RouteLatency{src, dst, qp_latency.seconds(), tcp_rate});
+    }
+    p.route_index_.emplace(pair_key(src, dst), k);
+  }
+
+  // Lossy RoCE: go-back-N goodput on every switch egress of a RoCE link, as a function of the
+  // flows crossing it (SimGrid NONLINEAR sharing). The bandwidth-delay product of a port uses
+  // the longest round trip (2 x route latency) among the routes through it.
+  if (topology.roce() && !topology.roce()->pfc) {
+    std::vector<double> rtt(2 * topology.links().size(), 0.0);  // per link and direction, s
+    for (const PlatformRoute& pr : p.routes)
+      for (const LinkShare& s : pr.link_shares) {
+        const std::size_t port = 2 * s.link + (topology.link(s.link).a == s.from ? 0 : 1);
+        rtt[port] = std::max(rtt[port], 2.0 * pr.latency.seconds());
+      }
+    const RoceOptions roce = *topology.roce();
+    for (LinkId id = 0; id < topology.links().size(); ++id) {
+      const Link& l = topology.link(id);
+      if (l.fabric != Fabric::Roce) continue;
+      for (int dir = 0; dir < 2; ++dir) {
+        const DeviceId from = dir == 0 ? l.a : l.b;
+        if (devices[from].kind != DeviceKind::Switch || !(rtt[2 * id + dir] > 0.0)) continue;
+        const Bytes bdp = l.effective_bandwidth() * Seconds(rtt[2 * id + dir]);
+        sg4::Link* link = dir == 0 ? p.links[id].a_to_b : p.links[id].b_to_a;
+        link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
+                                 [bdp, roce](double capacity, int flows) {
+                                   return capacity * lossy_goodput_fraction(flows, bdp, roce.buffer,
+                                                                            roce.ecn);
+                                 });
+      }
+    }
   }
   p.zone->seal();
 
   // Scale each route's 1 s carrier latency to its real latency (see platform.hpp).
   auto model = options.latency_model;
+  // TCP slow start (tcp_model.hpp), on top of whatever the model charges: a fresh connection's
+  // round trips (RTT = 2 x route latency) before its window covers the route's bottleneck.
+  const std::optional<TcpOptions> tcp =
+      topology.tcp() && topology.tcp()->slow_start ? topology.tcp() : std::nullopt;
   engine.get_netzone_root()->get_network_model()->set_lat_factor_cb(
-      [table, model](double size, const sg4::Host* src, const sg4::Host* dst,
+      [table, model, tcp](double size, const sg4::Host* src, const sg4::Host* dst,
                      const std::vector<sg4::Link*>& /*links*/,
                      const std::unordered_set<sg4::NetZone*>& /*zones*/) {
         const auto it = table->find({src, dst});
@@ -262,7 +418,12 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
         const RouteLatency& r = it->second;
         const double latency =
             model ? model(Bytes{size}, r.src, r.dst, Seconds{r.latency}).seconds() : r.latency;
-        return latency / kCarrierLatency;
+        const double slow_start =
+            tcp && r.tcp_rate > 0.0
+                ? tcp_slow_start_latency(*tcp, Bytes{size}, Seconds{2.0 * r.latency},
+                                         BytesPerSecond{r.tcp_rate}).seconds()
+                : 0.0;
+        return (latency + slow_start) / kCarrierLatency;
       });
   return p;
 }

@@ -50,8 +50,11 @@ class ClusterBuilder {
     topo_.set_origin(spec_.origin);
     if (spec_.cost) topo_.set_cost(*spec_.cost);
     if (spec_.network && spec_.network->roce) topo_.set_roce(*spec_.network->roce);
+    if (spec_.network) topo_.set_routing(spec_.network->routing);
     if (spec_.network && spec_.network->fabric == Fabric::Roce && !spec_.network->roce)
       topo_.set_roce(RoceOptions{});
+    if (spec_.network && spec_.network->fabric == Fabric::Ethernet)
+      topo_.set_tcp(spec_.network->tcp.value_or(TcpOptions{}));
     for (int i = 0; i < spec_.nodes; ++i) build_node(i);
     if (spec_.network) build_network(*spec_.network);
     topo_.validate();
@@ -339,6 +342,8 @@ void validate_cluster(const ClusterSpec& spec) {
           fmt::format("network.spines must be between 0 and {}", kMaxSpines));
   require(net.hosts_per_leaf >= 0, net.origin, "network.hosts_per_leaf must not be negative");
   if (net.roce) require(net.fabric == Fabric::Roce, net.origin, "network.roce applies to fabric: roce only");
+  if (net.tcp)
+    require(net.fabric == Fabric::Ethernet, net.origin, "network.tcp applies to fabric: ethernet only");
   switch (net.shape) {
     case NetworkShape::LeafSpine:
       require(net.hosts_per_leaf >= 1, net.origin,

@@ -198,6 +198,15 @@ std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
   return count(count, src);
 }
 
+std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId dst) const {
+  const auto& dist = distances_to(dst);
+  std::vector<std::pair<LinkId, DeviceId>> out;
+  if (at == dst || dist.at(at) == kUnreachable) return out;
+  for_each_next_hop(*topology_, dist, link_costs_, at, dst,
+                    [&](LinkId id, DeviceId v) { out.emplace_back(id, v); });
+  return out;
+}
+
 std::size_t Router::hops(DeviceId src, DeviceId dst) const {
   return route(src, dst).links.size();
 }

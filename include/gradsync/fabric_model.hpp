@@ -1,0 +1,102 @@
+// Network fabric models on top of max-min sharing (DESIGN.md §4): how a flow spreads over
+// equal-cost paths (static ECMP hashing with queue pairs, or adaptive routing), and the RoCE
+// corrections (PFC per-ingress-port sharing and pause spreading, lossy go-back-N under incast).
+// Pure functions of the topology and of flow sets: the platform and the engine apply them to
+// SimGrid (sim/platform/platform_builder.cpp, sim/engine/simulation.cpp). Sources and defaults:
+// sim/fabric/README.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+// ---- routing ---------------------------------------------------------------------------------
+
+// The fabric's default routing when `network.routing` is not given: Adaptive on InfiniBand
+// (NCCL enables adaptive-routing sends on IB ports by default, NCCL_IB_ADAPTIVE_ROUTING=-2 ->
+// on for the IB link layer, off for RoCE: NVIDIA/nccl src/transport/net_ib; Quantum switches
+// route adaptively), Static (ECMP hashing) on RoCE and Ethernet.
+[[nodiscard]] Routing default_routing(Fabric network_fabric);
+// The routing a topology runs: its `network.routing`, else default_routing() of its network
+// fabric (the fabric of its first network link; Static when it has none).
+[[nodiscard]] Routing effective_routing(const Topology& topology);
+
+// One topology link in one direction, with the share of a flow's bytes it carries.
+struct LinkShare {
+  LinkId link = 0;
+  DeviceId from = 0;   // the end the traffic leaves from
+  double share = 1.0;  // 0 < share <= 1
+};
+
+// How one (src, dst) connection uses the network.
+struct PathSpread {
+  // Static routing: one path per queue pair (qps entries; entry 0 is the path a single-QP
+  // connection takes, i.e. Router::route(src, dst, flow_hash)). Adaptive: one representative
+  // path (for latency and link class).
+  std::vector<Route> qp_routes;
+  // Adaptive routing: per hop, the links the flow's packets spread over and their shares (one
+  // entry of share 1 where the path does not branch). Empty for static routing.
+  std::vector<std::vector<LinkShare>> stages;
+  // Every link used, with the share of the connection's bytes it carries (static: count of QPs
+  // on it / qps). For byte accounting and utilization.
+  std::vector<LinkShare> link_shares;
+};
+
+// Spreads the connection src -> dst. Static: QP q hashes with flow_hash (q = 0) or a mix of
+// flow_hash and q; every device with several equal-cost next hops picks one (Router::route).
+// Adaptive: at every network switch with several next hops the flow splits evenly (ideal
+// per-packet spreading); other devices (a server's PCIe switch choosing a NIC) still hash.
+// `qps` > 1 applies to routes that cross a network link (InfiniBand, RoCE, Ethernet) only.
+[[nodiscard]] PathSpread spread_paths(const Topology& topology, const Router& router,
+                                      DeviceId src, DeviceId dst, Routing routing,
+                                      std::uint32_t qps, std::uint64_t flow_hash);
+
+// True when the route crosses a network-fabric link.
+[[nodiscard]] bool crosses_network(const Topology& topology, const Route& route);
+
+// ---- shared max-min arithmetic (fluid fixed points) -----------------------------------------
+
+// A flow in a fluid fixed point: the directed ports it crosses (any dense ids), in route order,
+// with the share of its rate each carries, and an optional rate cap (B/s; <= 0: none).
+struct FluidFlow {
+  std::vector<std::pair<std::size_t, double>> ports;
+  double cap = 0.0;
+};
+// Max-min fair rates (progressive filling) of `flows` over ports of the given capacities (B/s).
+[[nodiscard]] std::vector<double> max_min_rates(const std::vector<FluidFlow>& flows,
+                                                const std::vector<double>& capacity);
+
+// ---- RoCE ---------------------------------------------------------------------------------
+
+// PFC without ECN/DCQCN (roce: {pfc: true, ecn: false}). Without end-to-end congestion
+// control a congested switch egress port fills, and PFC pauses its ingress ports one by one:
+// the port's capacity is shared per ingress port (round robin), then per flow within an
+// ingress port — not per flow. A paused ingress link stops every flow on it (one queue per
+// priority, head-of-line blocking), so a flow sharing an upstream link with a congested flow
+// (a victim) is held to that flow's rate even though its own destination is idle.
+// `switch_egress[p]` marks ports that leave a switch (where PFC arbitrates). Returns each
+// flow's rate (B/s). With ecn: true (DCQCN), flows converge to per-flow fair shares
+// (Zhu et al., SIGCOMM'15): max_min_rates() is the answer.
+[[nodiscard]] std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+                                            const std::vector<double>& capacity,
+                                            const std::vector<bool>& switch_egress);
+
+// Lossy RoCE (roce: {pfc: false}): go-back-N goodput of a switch port crossed by `flows`
+// flows. Each sender keeps one bandwidth-delay product `bdp` in flight; per round trip the
+// port forwards one bdp and buffers `buffer`, the rest is dropped, and go-back-N makes the
+// receiver discard everything a sender sends after its first drop until it rewinds — so of the
+// flows·bdp sent per round only bdp + buffer is goodput:
+//   goodput fraction = min(1, (bdp + buffer) / (flows · bdp)).
+// With ECN (DCQCN) the senders slow to their fair share after the first round: no steady loss
+// (fraction 1); the first burst still overflows (see lossy_burst_overflows).
+[[nodiscard]] double lossy_goodput_fraction(int flows, Bytes bdp, Bytes buffer, bool ecn);
+// True when the first round of `burst` bytes (sum over the flows converging on a port of
+// min(message, bdp)) overflows the port: bdp drains and `buffer` absorbs, the rest is dropped,
+// and the tail of a go-back-N message waits for a retransmission timeout.
+[[nodiscard]] bool lossy_burst_overflows(Bytes burst, Bytes bdp, Bytes buffer);
+
+}  // namespace gradsync

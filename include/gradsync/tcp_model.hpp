@@ -1,0 +1,78 @@
+// The Ethernet (TCP) fabric model: named corrections on top of max-min sharing for traffic that
+// crosses `ethernet` links (DESIGN.md §4; sources and measurements in sim/fabric/README.md,
+// "Ethernet (TCP)"). Pure math: the platform layer applies it to SimGrid routes and flows.
+//
+// 1. Host cap. NCCL over TCP sockets is limited by the host stack (socket threads, copies), not
+//    the wire: each host port (the device where a route enters its first ethernet link, and the
+//    one where it leaves its last) carries at most `host_cap` per direction, shared by every
+//    TCP flow through it. Default: 10 GB/s (80 Gb/s) per port and direction.
+// 2. Slow start (off by default: NCCL keeps its sockets open and streams back to back). When
+//    on, every message is a fresh connection starting at `initial_window` segments, and pays
+//    the round trips the window needs to reach the path's bandwidth-delay product.
+// 3. Incast. When the synchronized burst of the flows arriving at one receiving port
+//    (each flow's block, up to one send window) exceeds the switch buffer plus the port's
+//    bandwidth-delay product, the flows whose whole block is in the burst (block <= send
+//    window) lose their tail, which only a retransmission timeout recovers: they pay
+//    `rto_min` once. Per round, goodput = n·S / (n·S/C + RTO_min) (REFERENCES.md §5).
+//    Bulk flows (block > send window) recover by fast retransmit: plain max-min.
+//    Formulas only so far: the engine does not charge incast yet, and its options have no
+//    YAML keys (sim/fabric/README.md).
+// 4. RTT-biased sharing is not modelled (see sim/fabric/README.md for why).
+#pragma once
+
+#include <optional>
+
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+struct TcpOptions {
+  // Host cap per port and direction: host_efficiency x line rate when given, else host_cap.
+  // GTC-100GbE-TCP: NCCL over 100 GbE sockets reaches 10 GB/s per NIC (NVIDIA GTC24 S62129);
+  // the GCP 32 Gb/s rows with one GPU per VM reach 3.88 GB/s, the line, so the cap is a rate
+  // of the host stack, not a share of the line (sim/fabric/README.md).
+  BytesPerSecond host_cap{10e9};
+  std::optional<double> host_efficiency;
+  // Slow start: off because NCCL keeps connections open (see the header comment).
+  bool slow_start = false;
+  int initial_window = 10;           // segments (RFC 6928, Linux's default since 3.0)
+  Bytes mss{1448.0};                 // 1500 B MTU - 20 IP - 20 TCP - 12 timestamps
+  // Incast collapse.
+  bool incast = true;
+  Seconds rto_min{0.2};              // Linux TCP_RTO_MIN 200 ms (Vasudevan et al., SIGCOMM'09)
+  Bytes switch_buffer{393216.0};     // 384 KiB per port: 12 MiB shared by 32 ports (Broadcom
+                                     // Trident II, e.g. Arista 7050X datasheet)
+  Bytes send_window{4194304.0};      // 4 MiB: Linux net.ipv4.tcp_wmem maximum (ip-sysctl.rst)
+};
+
+// The throughput cap of one host port whose ethernet link runs at `line_rate`.
+[[nodiscard]] BytesPerSecond tcp_host_cap(const TcpOptions& tcp, BytesPerSecond line_rate);
+
+// Extra latency slow start adds to a message of `size` on a fresh connection whose path has
+// round-trip time `rtt` and bottleneck rate `rate`: the rounds the window needs (doubling
+// from initial_window x mss) before it covers rate x rtt or the whole message, minus the time
+// those bytes would take at `rate` (Cardwell, Savage, Anderson, INFOCOM 2000). Zero when
+// slow_start is off. Never negative.
+[[nodiscard]] Seconds tcp_slow_start_latency(const TcpOptions& tcp, Bytes size, Seconds rtt,
+                                             BytesPerSecond rate);
+
+// Bytes one flow of `size` adds to a synchronized burst: its block, up to one send window.
+[[nodiscard]] Bytes tcp_burst_bytes(const TcpOptions& tcp, Bytes size);
+
+// True when a burst of `burst` bytes (every flow arriving at one port) overflows the port:
+// more than switch_buffer + rate x rtt (what the buffer and the wire hold).
+[[nodiscard]] bool tcp_burst_overflows(const TcpOptions& tcp, Bytes burst, BytesPerSecond rate,
+                                       Seconds rtt);
+
+// The latency incast adds to a flow of `size` that joins an overflowing burst: rto_min when
+// its whole block is in the burst (block <= send_window: a tail loss that no duplicate ACK can
+// reveal), else 0 (fast retransmit). Zero when incast is off.
+[[nodiscard]] Seconds tcp_incast_latency(const TcpOptions& tcp, Bytes size, bool overflowing);
+
+// Completion time of one incast round, the closed form of REFERENCES.md §5: n blocks of
+// `block` into one port of rate `rate`, plus rto_min when the burst overflows (for tests and
+// the README's figures).
+[[nodiscard]] Seconds tcp_incast_round_time(const TcpOptions& tcp, int senders, Bytes block,
+                                            BytesPerSecond rate, Seconds rtt);
+
+}  // namespace gradsync

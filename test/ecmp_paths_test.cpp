@@ -1,0 +1,122 @@
+// Routing over equal-cost paths (fabric_model.hpp): static ECMP hashing with queue pairs against
+// the Monte Carlo collision figures of REFERENCES.md §5, and adaptive routing's even spread.
+//
+// The cluster: two leaves of `uplinks` NIC ports (one server of `uplinks` GPUs/NICs per leaf),
+// `uplinks` spines, non-blocking. The `uplinks` flows NIC i of server 0 -> NIC i of server 1
+// are hashed over the leaf's `uplinks` uplinks; the worst uplink's load (flows on it, each QP
+// counting 1/qps) is the slowdown of a bulk phase against a perfect spread. Averaged over 2000
+// hash seeds it must match the Monte Carlo figures: 8 uplinks 1 QP 2.6x, 4 QPs 1.8x, 16
+// uplinks 1 QP 3.1x. A different hash (or a routing bug that always picks the first path, or
+// never collides) moves these numbers.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "gradsync/cluster_spec.hpp"
+#include "gradsync/fabric_model.hpp"
+#include "gradsync/topology.hpp"
+
+using namespace gradsync;
+using namespace gradsync::literals;
+
+namespace {
+
+Topology two_leaves(int uplinks, Fabric fabric = Fabric::Roce) {
+  ClusterSpec spec;
+  spec.name = "two-leaves";
+  spec.nodes = 2;
+  spec.node.gpus = uplinks;
+  spec.node.intra = LinkGroupSpec{Fabric::NvLink, BytesPerSecond(450e9), 300_ns, 1.0, {}};
+  spec.node.nics = uplinks;
+  spec.node.nic_bandwidth = BytesPerSecond(12.5e9);
+  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(64e9), 500_ns, 1.0, {}};
+  NetworkSpec net;
+  net.fabric = fabric;
+  net.shape = NetworkShape::LeafSpine;
+  net.hosts_per_leaf = 1;
+  net.spines = uplinks;
+  net.link_latency = 600_ns;
+  spec.network = net;
+  return expand_cluster(spec);
+}
+
+// Mean over seeds of the worst leaf0 -> spine load, in flows (QPs count 1/qps).
+double mean_worst_uplink_load(int uplinks, std::uint32_t qps, int seeds = 2000) {
+  const Topology t = two_leaves(uplinks);
+  const Router router(t);
+  const auto leaf0 = *t.find_device("leaf0");
+  double total = 0.0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    std::map<LinkId, double> load;
+    for (int i = 0; i < uplinks; ++i) {
+      const DeviceId src = *t.find_device("n0.gpu" + std::to_string(i));
+      const DeviceId dst = *t.find_device("n1.gpu" + std::to_string(i));
+      const std::uint64_t hash = (static_cast<std::uint64_t>(seed) << 20) ^ (src * 1000003ULL + dst);
+      const PathSpread s = spread_paths(t, router, src, dst, Routing::Static, qps, hash);
+      CHECK(s.qp_routes.size() == qps);
+      for (const LinkShare& l : s.link_shares)
+        if (l.from == leaf0) load[l.link] += l.share;
+    }
+    double worst = 0.0;
+    for (const auto& [link, flows] : load) worst = std::max(worst, flows);
+    total += worst;
+  }
+  return total / seeds;
+}
+
+}  // namespace
+
+TEST_CASE("static ECMP: worst-uplink load matches the Monte Carlo collision figures") {
+  CHECK(mean_worst_uplink_load(8, 1) == doctest::Approx(2.6).epsilon(0.05));
+  CHECK(mean_worst_uplink_load(8, 4) == doctest::Approx(1.8).epsilon(0.05));
+  CHECK(mean_worst_uplink_load(16, 1) == doctest::Approx(3.1).epsilon(0.05));
+}
+
+TEST_CASE("static routing with one QP takes the Router's hashed path") {
+  const Topology t = two_leaves(8);
+  const Router router(t);
+  const DeviceId src = *t.find_device("n0.gpu3");
+  const DeviceId dst = *t.find_device("n1.gpu5");
+  const PathSpread s = spread_paths(t, router, src, dst, Routing::Static, 1, 12345);
+  REQUIRE(s.qp_routes.size() == 1);
+  CHECK(s.qp_routes[0].links == router.route(src, dst, 12345).links);
+  CHECK(s.stages.empty());
+  for (const LinkShare& l : s.link_shares) CHECK(l.share == 1.0);
+}
+
+TEST_CASE("QPs apply to routes that cross the network only") {
+  const Topology t = two_leaves(8);
+  const Router router(t);
+  const PathSpread intra = spread_paths(t, router, *t.find_device("n0.gpu0"),
+                                        *t.find_device("n0.gpu1"), Routing::Static, 4, 7);
+  CHECK(intra.qp_routes.size() == 1);
+}
+
+TEST_CASE("adaptive routing spreads a cross-leaf flow evenly over every spine") {
+  const Topology t = two_leaves(8);
+  const Router router(t);
+  const DeviceId src = *t.find_device("n0.gpu0");
+  const DeviceId dst = *t.find_device("n1.gpu0");
+  const PathSpread s = spread_paths(t, router, src, dst, Routing::Adaptive, 1, 99);
+  // GPU -> NIC -> leaf0 -> {8 spines} -> leaf1 -> NIC -> GPU: 6 hops, 2 of them spread.
+  REQUIRE(s.stages.size() == 6);
+  CHECK(s.stages[2].size() == 8);
+  CHECK(s.stages[3].size() == 8);
+  for (const LinkShare& l : s.stages[2]) CHECK(l.share == doctest::Approx(1.0 / 8));
+  double total = 0.0;
+  for (const LinkShare& l : s.link_shares) total += l.share;
+  CHECK(total == doctest::Approx(6.0));  // one flow's worth of bytes per hop
+}
+
+TEST_CASE("routing defaults: adaptive on InfiniBand, static (ECMP) on RoCE and Ethernet") {
+  CHECK(default_routing(Fabric::InfiniBand) == Routing::Adaptive);
+  CHECK(default_routing(Fabric::Roce) == Routing::Static);
+  CHECK(default_routing(Fabric::Ethernet) == Routing::Static);
+  CHECK(effective_routing(two_leaves(4, Fabric::InfiniBand)) == Routing::Adaptive);
+  Topology t = two_leaves(4, Fabric::InfiniBand);
+  t.set_routing(RoutingOptions{Routing::Static, 1, 0});
+  CHECK(effective_routing(t) == Routing::Static);
+  CHECK(routing_from_string("adaptive") == Routing::Adaptive);
+  CHECK(!routing_from_string("ecmp"));
+}

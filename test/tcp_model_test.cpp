@@ -1,0 +1,44 @@
+// The Ethernet (TCP) model's formulas (tcp_model.hpp) against hand-derived values.
+#include <doctest/doctest.h>
+
+#include "gradsync/tcp_model.hpp"
+
+using namespace gradsync;
+
+TEST_CASE("tcp host cap: 10 GB/s per port by default, or a share of the line rate") {
+  TcpOptions tcp;
+  CHECK(tcp_host_cap(tcp, BytesPerSecond(12.5e9)).bytes_per_second() == doctest::Approx(10e9));
+  tcp.host_efficiency = 0.5;
+  CHECK(tcp_host_cap(tcp, BytesPerSecond(4e9)).bytes_per_second() == doctest::Approx(2e9));
+}
+
+TEST_CASE("tcp slow start: off by default, on, the rounds before the window covers the BDP") {
+  TcpOptions tcp;
+  const Seconds rtt(100e-6);
+  const BytesPerSecond rate(1.25e9);  // BDP = 125000 B; iw = 14480 B -> k = ceil(log2 8.63) = 4
+  CHECK(tcp_slow_start_latency(tcp, Bytes(1e9), rtt, rate).seconds() == 0.0);
+  tcp.slow_start = true;
+  // Bulk: 4 RTTs minus the 15 x 14480 B sent meanwhile at 1.25 GB/s.
+  CHECK(tcp_slow_start_latency(tcp, Bytes(1e9), rtt, rate).seconds() ==
+        doctest::Approx(4 * 100e-6 - 15 * 14480 / 1.25e9));
+  // 30000 B ends in the 2nd window (14480 + 28960 >= 30000): one RTT minus 14480 B at rate.
+  CHECK(tcp_slow_start_latency(tcp, Bytes(30000), rtt, rate).seconds() ==
+        doctest::Approx(100e-6 - 14480 / 1.25e9));
+  // One window: no extra round trip.
+  CHECK(tcp_slow_start_latency(tcp, Bytes(1000), rtt, rate).seconds() == 0.0);
+}
+
+TEST_CASE("tcp incast: small blocks that overflow the buffer pay RTO_min once per round") {
+  const TcpOptions tcp;  // 384 KiB buffer, 4 MiB send window, RTO_min 200 ms
+  const BytesPerSecond c(1.25e9);
+  const Seconds rtt(10e-6);
+  // 64 x 8 KiB = 512 KiB > 384 KiB + 12.5 KB: collapse. n·S/C + RTO_min.
+  CHECK(tcp_incast_round_time(tcp, 64, Bytes(8192), c, rtt).seconds() ==
+        doctest::Approx(64 * 8192 / 1.25e9 + 0.2));
+  // 16 x 8 KiB fits the buffer: no timeout.
+  CHECK(tcp_incast_round_time(tcp, 16, Bytes(8192), c, rtt).seconds() ==
+        doctest::Approx(16 * 8192 / 1.25e9));
+  // Bulk blocks (> send window) recover by fast retransmit.
+  CHECK(tcp_incast_latency(tcp, Bytes(8 << 20), true).seconds() == 0.0);
+  CHECK(tcp_incast_latency(tcp, Bytes(8192), true).seconds() == doctest::Approx(0.2));
+}
