@@ -289,6 +289,40 @@ TEST_CASE("tree allreduce: correct, 2·height steps, pipelined to 2·height + P 
   }
 }
 
+TEST_CASE("tree allreduce with one pair of trees per NIC: every GPU carries 4S/trees off-node") {
+  // 4 nodes of 8 GPUs with 8 NICs (one per GPU): 16 trees, pair p hangs from local rank p.
+  const std::uint32_t ppn = 8, nodes = 4, n = ppn * nodes, trees = 16;
+  for (const std::uint32_t pipeline : {1U, 3U}) {
+    CAPTURE(pipeline);
+    const Bytes s{1024.0 * trees * pipeline};
+    const Plan plan = plan_tree_allreduce(
+        n, s, {.ranks_per_node = ppn, .pipeline = pipeline, .trees = trees});
+    REQUIRE_PLAN_OK(plan);
+    CHECK(plan.channels == trees);
+    CHECK(plan.steps == 2 * (ceil_log2(nodes) + ppn - 1));
+    CHECK(total(plan.bytes_sent_per_rank()) == doctest::Approx(2.0 * (n - 1) * s.bytes()));
+    // Off-node bytes sent and received per (node, local rank): a node is interior in one shape
+    // and a leaf in the other, so each GPU (NIC) moves at most 4·S/trees each way, and the 8
+    // GPUs of a node all take part. (With one head per node, one NIC would carry it all.)
+    std::vector<double> out(n, 0.0), in(n, 0.0);
+    for (const Transfer& t : plan.transfers) {
+      if (t.src / ppn == t.dst / ppn) continue;
+      CHECK(t.src % ppn == (t.channel / 2) * ppn / (trees / 2));
+      CHECK(t.dst % ppn == t.src % ppn);
+      out[t.src] += plan.chunk_bytes[t.chunk].bytes();
+      in[t.dst] += plan.chunk_bytes[t.chunk].bytes();
+    }
+    for (std::uint32_t r = 0; r < n; ++r) {
+      CAPTURE(r);
+      CHECK(out[r] > 0.0);
+      CHECK(out[r] <= 4.0 * s.bytes() / trees * (1 + 1e-12));
+      CHECK(in[r] <= 4.0 * s.bytes() / trees * (1 + 1e-12));
+    }
+  }
+  CHECK_THROWS_AS(plan_tree_allreduce(8, Bytes(64.0), {.ranks_per_node = 4, .trees = 3}),
+                  std::invalid_argument);
+}
+
 TEST_CASE("tree allreduce, one rank per node, power of two: ends send S, the rest 2S") {
   for (const std::uint32_t n : {2U, 4U, 8U, 16U, 64U}) {
     CAPTURE(n);

@@ -198,12 +198,20 @@ struct BinaryTree {
 
 struct TreeOptions {
   std::uint32_t ranks_per_node = 1;  // must divide ranks; ranks are node-major
-  std::uint32_t pipeline = 1;        // chunks per tree (each tree carries S/2)
+  std::uint32_t pipeline = 1;        // chunks per tree (each tree carries S/trees)
+  // Trees (NCCL's tree channels), even, 2..64. With 2, tree 0 hangs from local rank 0 and
+  // tree 1 from local ppn-1. With more, pair p hangs both its trees (the two shapes of the
+  // double binary tree) from local rank h_p = p·ppn/(trees/2): every pair leaves the node
+  // through its own GPU, hence its own NIC, and since a node is interior in one shape and a leaf
+  // in the other, every NIC carries 4·S/trees each way (NCCL runs twice as many tree channels
+  // as NICs, channel c and c + NICs on the same NIC, each with one of the two shapes).
+  std::uint32_t trees = 2;
 };
 // Double-binary-tree AllReduce (NCCL style): the trees span nodes, and inside each node the
 // ranks form a chain hanging from the node's head (tree 0: head local 0, chain 0←1←…; tree 1:
 // head local ppn-1, chain walked the other way, so the trees' inter-node traffic leaves from
-// different GPUs). Each tree reduces its half up and broadcasts it down, in `pipeline` chunks:
+// different GPUs; further pairs rotate the heads, see TreeOptions::trees). Each tree reduces
+// its share (S/trees) up and broadcasts it down, in `pipeline` chunks:
 // chunk k goes up a level once chunk k arrived from every child, and follows chunk k-1 on each
 // link. height = ceil(log2 nodes) + ppn - 1; steps = 2·height.
 // Time ≈ (2·height + P - 1)·α + 2S/B for large P (every port carries ~2S each way).

@@ -9,14 +9,15 @@
 // 2. Slow start (off by default: NCCL keeps its sockets open and streams back to back). When
 //    on, every message is a fresh connection starting at `initial_window` segments, and pays
 //    the round trips the window needs to reach the path's bandwidth-delay product.
-// 3. Incast. When the synchronized burst of the flows arriving at one receiving port
-//    (each flow's block, up to one send window) exceeds the switch buffer plus the port's
-//    bandwidth-delay product, the flows whose whole block is in the burst (block <= send
-//    window) lose their tail, which only a retransmission timeout recovers: they pay
-//    `rto_min` once. Per round, goodput = n·S / (n·S/C + RTO_min) (REFERENCES.md §5).
-//    Bulk flows (block > send window) recover by fast retransmit: plain max-min.
-//    Formulas only so far: the engine does not charge incast yet, and its options have no
-//    YAML keys (sim/fabric/README.md).
+// 3. Incast (on by default; `incast: false` turns it off). When flows that start at the same
+//    instant converge on one receiving port (the switch port toward the receiver, fed by at
+//    least two ingress links) and their synchronized first burst (each flow's block, up to one
+//    send window) exceeds the switch buffer plus the port's bandwidth-delay product, the port
+//    drops their tails, which only a retransmission timeout recovers: every flow of that burst
+//    pays `rto_min` once, whatever its size. Per round, completion = n·S/C + RTO_min
+//    (REFERENCES.md §5: small blocks collapse, large blocks pay a bounded add-on). The engine
+//    charges it with the flows' start latency (sim/engine/simulation.cpp); ns-3's cold rounds
+//    agree, its warm rounds mostly do not time out (sim/fabric/README.md).
 // 4. RTT-biased sharing is not modelled (see sim/fabric/README.md for why).
 #pragma once
 
@@ -37,11 +38,14 @@ struct TcpOptions {
   bool slow_start = false;
   int initial_window = 10;           // segments (RFC 6928, Linux's default since 3.0)
   Bytes mss{1448.0};                 // 1500 B MTU - 20 IP - 20 TCP - 12 timestamps
-  // Incast collapse.
+  // Incast collapse (YAML `incast`, `rto_min`, `switch_buffer`, `send_window`).
   bool incast = true;
-  Seconds rto_min{0.2};              // Linux TCP_RTO_MIN 200 ms (Vasudevan et al., SIGCOMM'09)
-  Bytes switch_buffer{393216.0};     // 384 KiB per port: 12 MiB shared by 32 ports (Broadcom
-                                     // Trident II, e.g. Arista 7050X datasheet)
+  Seconds rto_min{0.2};              // Linux TCP_RTO_MIN 200 ms (include/net/tcp.h;
+                                     // Vasudevan et al., SIGCOMM'09)
+  Bytes switch_buffer{393216.0};     // 384 KiB per port: the even share of a 12 MB shared
+                                     // buffer over 32 ports (Broadcom Trident II, Arista 7050X
+                                     // datasheet; its dynamic allocation lets one congested
+                                     // port take up to 6.7 MB)
   Bytes send_window{4194304.0};      // 4 MiB: Linux net.ipv4.tcp_wmem maximum (ip-sysctl.rst)
 };
 
@@ -64,10 +68,10 @@ struct TcpOptions {
 [[nodiscard]] bool tcp_burst_overflows(const TcpOptions& tcp, Bytes burst, BytesPerSecond rate,
                                        Seconds rtt);
 
-// The latency incast adds to a flow of `size` that joins an overflowing burst: rto_min when
-// its whole block is in the burst (block <= send_window: a tail loss that no duplicate ACK can
-// reveal), else 0 (fast retransmit). Zero when incast is off.
-[[nodiscard]] Seconds tcp_incast_latency(const TcpOptions& tcp, Bytes size, bool overflowing);
+// The latency incast adds to a flow that joins an overflowing burst: rto_min, whatever the
+// flow's size (ns-3 times out on 8 x 8 MiB and 8 x 32 MiB bursts as on 8 x 2 MiB ones:
+// sim/fabric/README.md). Zero when incast is off or the burst does not overflow.
+[[nodiscard]] Seconds tcp_incast_latency(const TcpOptions& tcp, bool overflowing);
 
 // Completion time of one incast round, the closed form of REFERENCES.md §5: n blocks of
 // `block` into one port of rate `rate`, plus rto_min when the burst overflows (for tests and

@@ -75,8 +75,14 @@ Plan plan_collective(const CollectiveRequest& r) {
     }
     case Algorithm::Tree:
       if (r.op != CollectiveOp::AllReduce) return unsupported();
-      return plan_tree_allreduce(r.ranks, r.bytes,
-                                 TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / 2)});
+    {
+      // Across nodes, one pair of trees per channel (NIC); two trees otherwise.
+      const bool across = r.ranks_per_node > 1 && r.ranks > r.ranks_per_node;
+      const std::uint32_t trees = across ? std::clamp<std::uint32_t>(2 * r.channels, 2, 64) : 2;
+      return plan_tree_allreduce(
+          r.ranks, r.bytes,
+          TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / trees), trees});
+    }
     case Algorithm::Hierarchical:
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       return plan_hierarchical_allreduce(r.ranks, r.bytes,

@@ -34,11 +34,14 @@ struct RankTree {
   std::uint32_t height = 0;                          // edges from root to the deepest rank
 };
 
-RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain_down) {
+// The chain of each node starts at local rank `head` and walks up (chain_down) or down the
+// local ranks, wrapping around.
+RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain_down,
+                     std::uint32_t head) {
   const auto nodes = static_cast<std::uint32_t>(nodes_tree.parent.size());
   const std::uint32_t ranks = nodes * ppn;
   const auto rank_of = [&](std::uint32_t node, std::uint32_t chain_pos) {
-    return node * ppn + (chain_down ? chain_pos : ppn - 1 - chain_pos);
+    return node * ppn + (chain_down ? (head + chain_pos) % ppn : (head + ppn - chain_pos) % ppn);
   };
   RankTree tree;
   tree.parent.assign(ranks, kNoRank);
@@ -79,13 +82,24 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   detail::require(ppn >= 1 && ranks % ppn == 0, kPlanner,
                   fmt::format("ranks_per_node {} does not divide {} ranks", ppn, ranks));
   detail::require(pipeline >= 1, kPlanner, "pipeline must be at least 1");
+  const std::uint32_t tree_count = options.trees;
+  detail::require(tree_count >= 2 && tree_count <= 64 && tree_count % 2 == 0, kPlanner,
+                  fmt::format("trees must be even, 2..64, got {}", tree_count));
   detail::require(bytes.bytes() >= 0.0, kPlanner, "negative size");
-  detail::require(std::uint64_t{ranks} * pipeline * 4 < kNoTransfer, kPlanner,
+  detail::require(std::uint64_t{ranks} * pipeline * 2 * tree_count < kNoTransfer, kPlanner,
                   "too large a plan");
 
   const std::array<BinaryTree, 2> node_trees = build_double_binary_tree(ranks / ppn);
-  const std::array<RankTree, 2> trees{hang_chains(node_trees[0], ppn, true),
-                                      hang_chains(node_trees[1], ppn, false)};
+  const std::uint32_t pairs = tree_count / 2;
+  std::vector<RankTree> trees;
+  trees.reserve(tree_count);
+  for (std::uint32_t p = 0; p < pairs; ++p) {
+    const std::uint32_t head = p * ppn / pairs;
+    trees.push_back(hang_chains(node_trees[0], ppn, true, head));
+    trees.push_back(hang_chains(node_trees[1], ppn, false, pairs == 1 ? ppn - 1 : head));
+  }
+  std::uint32_t height = 0;
+  for (const RankTree& t : trees) height = std::max(height, t.height);
 
   Plan plan;
   plan.op = CollectiveOp::AllReduce;
@@ -93,15 +107,16 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   plan.ranks = ranks;
   plan.contributors = ranks;
   plan.total_bytes = bytes;
-  plan.chunk_bytes = split_bytes(bytes, 2 * pipeline);
-  plan.steps = 2 * std::max(trees[0].height, trees[1].height);
-  plan.channels = 2;
-  plan.transfers.reserve(std::size_t{4} * (ranks - 1) * pipeline);
+  plan.chunk_bytes = split_bytes(bytes, tree_count * pipeline);
+  plan.steps = 2 * height;
+  plan.channels = tree_count;
+  plan.transfers.reserve(std::size_t{2} * tree_count * (ranks - 1) * pipeline);
 
   // Per tree: the transfer that carried the current/previous chunk up from each rank, and
   // down into each rank (a rank has one parent, so both are indexed by the child rank).
-  std::array<std::vector<TransferId>, 2> up_prev, up_cur, down_prev, down_cur;
-  for (std::size_t t = 0; t < 2; ++t) {
+  std::vector<std::vector<TransferId>> up_prev(tree_count), up_cur(tree_count),
+      down_prev(tree_count), down_cur(tree_count);
+  for (std::size_t t = 0; t < tree_count; ++t) {
     up_prev[t].assign(ranks, kNoTransfer);
     up_cur[t].assign(ranks, kNoTransfer);
     down_prev[t].assign(ranks, kNoTransfer);
@@ -109,7 +124,7 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   }
   std::vector<TransferId> deps;
   for (std::uint32_t k = 0; k < pipeline; ++k) {
-    for (std::uint32_t t = 0; t < 2; ++t) {
+    for (std::uint32_t t = 0; t < tree_count; ++t) {
       const RankTree& tree = trees[t];
       const std::uint32_t chunk = t * pipeline + k;
       const auto channel = static_cast<std::uint8_t>(t);

@@ -91,7 +91,8 @@ RoceOptions read_roce(const MapReader& parent, const std::string& key) {
 // model's overrides (tcp_model.hpp; defaults and sources in sim/fabric/README.md).
 TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
   MapReader r(parent.node(key), parent.file(), parent.path(key),
-              {"host_efficiency", "host_cap", "slow_start", "initial_window", "mss"});
+              {"host_efficiency", "host_cap", "slow_start", "initial_window", "mss", "incast",
+               "rto_min", "switch_buffer", "send_window"});
   TcpOptions o;
   if (r.has("host_cap")) o.host_cap = positive_rate(r, "host_cap");
   if (const auto e = r.opt_number("host_efficiency")) {
@@ -110,6 +111,19 @@ TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
     if (o.mss.bytes() < 1.0 || o.mss.bytes() > 65535.0)
       r.fail("mss", fmt::format("must be between 1B and 65535B (one TCP segment), got {}B",
                                 o.mss.bytes()));
+  }
+  o.incast = r.opt_boolean("incast").value_or(o.incast);
+  if (r.has("rto_min")) {
+    o.rto_min = r.time("rto_min");
+    if (o.rto_min.seconds() < 0.0) r.fail("rto_min", "must not be negative");
+  }
+  if (r.has("switch_buffer")) {
+    o.switch_buffer = r.size("switch_buffer");
+    if (o.switch_buffer.bytes() < 0.0) r.fail("switch_buffer", "must not be negative");
+  }
+  if (r.has("send_window")) {
+    o.send_window = r.size("send_window");
+    if (!(o.send_window.bytes() > 0.0)) r.fail("send_window", "must be positive");
   }
   return o;
 }

@@ -22,6 +22,7 @@
 #include "gradsync/fabric_model.hpp"
 #include "gradsync/nccl_model.hpp"
 #include "gradsync/platform.hpp"
+#include "gradsync/tcp_model.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -90,6 +91,10 @@ struct Simulation::Impl {
   // started at one simulated instant are evaluated together (`deferred`, flush_deferred()).
   enum class RoceTier { None, PfcWithoutEcn, Lossy };
   RoceTier roce_tier = RoceTier::None;
+  // Ethernet (TCP) incast (tcp_model.hpp): flows started at one instant whose synchronized
+  // first burst overflows the receiving port they converge on each pay rto_min once. Set when
+  // the topology has a TCP model with incast on and at least one ethernet link.
+  bool tcp_incast = false;
   struct Deferred {
     DeviceId src;
     DeviceId dst;
@@ -131,6 +136,8 @@ struct Simulation::Impl {
       if (roce_links && !topo.roce()->pfc) roce_tier = RoceTier::Lossy;
       else if (roce_links && !topo.roce()->ecn) roce_tier = RoceTier::PfcWithoutEcn;
     }
+    if (topo.tcp() && topo.tcp()->incast)
+      for (const Link& l : topo.links()) tcp_incast = tcp_incast || l.fabric == Fabric::Ethernet;
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { on_complete(a); });
   }
 
@@ -210,7 +217,7 @@ struct Simulation::Impl {
     const double wire = nccl_run_cost && nccl_run_cost->bandwidth_factor > 0.0
                             ? bytes.bytes() / nccl_run_cost->bandwidth_factor
                             : bytes.bytes();
-    if (roce_tier != RoceTier::None) {
+    if (roce_tier != RoceTier::None || tcp_incast) {
       deferred.push_back(Deferred{src, dst, wire, id, next_latency_scale});
       return;
     }
@@ -257,7 +264,67 @@ struct Simulation::Impl {
            topology->device(r.devices[i]).kind == DeviceKind::Switch;
   }
 
-  // Starts the flows deferred at this instant, with the RoCE tier's caps or timeouts.
+  // The receiving port of a route for TCP incast: its last ethernet link, leaving a switch and
+  // entered through another link (the port whose buffer a synchronized burst fills). Returns
+  // false when the route has none (no ethernet, or a host-to-host cable).
+  bool tcp_receiving_port(const Route& r, std::size_t& port, std::size_t& ingress) const {
+    for (std::size_t i = r.links.size(); i-- > 0;) {
+      if (topology->link(r.links[i]).fabric != Fabric::Ethernet) continue;
+      if (i == 0 || topology->device(r.devices[i]).kind != DeviceKind::Switch) return false;
+      port = port_of(r, i);
+      ingress = port_of(r, i - 1);
+      return true;
+    }
+    return false;
+  }
+
+  // TCP incast over one batch of flows started together (tcp_model.hpp): per receiving port,
+  // the burst is the sum over the batch's parts of min(part bytes, send_window); a port fed by
+  // two or more ingress ports whose burst exceeds switch_buffer + rate x RTT (RTT = twice the
+  // longest route latency through it) overflows, and every part through it pays rto_min.
+  template <typename Part>
+  void tcp_incast_latencies(const std::vector<Deferred>& batch, const std::vector<Part>& parts,
+                            std::vector<double>& extra) const {
+    const TcpOptions& tcp = *topology->tcp();
+    struct PortBurst {
+      double bytes = 0.0;
+      double latency_s = 0.0;  // longest route latency through the port
+      std::size_t ingress = 0;
+      bool converging = false;  // fed by two or more ingress ports
+    };
+    std::unordered_map<std::size_t, PortBurst> ports;
+    std::vector<std::size_t> port_of_part(parts.size(), std::numeric_limits<std::size_t>::max());
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const Deferred& d = batch[parts[k].batch_index];
+      const Route& r = part_route(d.src, d.dst, parts[k].qp);
+      std::size_t port = 0, ingress = 0;
+      if (!tcp_receiving_port(r, port, ingress)) continue;
+      const PlatformRoute* route = platform.find_route(d.src, d.dst);
+      const double bytes =
+          d.wire / static_cast<double>(std::max<std::size_t>(route->qp_sources.size(), 1));
+      auto [it, fresh] = ports.try_emplace(port);
+      PortBurst& b = it->second;
+      if (fresh) b.ingress = ingress;
+      else if (b.ingress != ingress) b.converging = true;
+      b.bytes += tcp_burst_bytes(tcp, Bytes(bytes)).bytes();
+      b.latency_s = std::max(b.latency_s, route->latency.seconds());
+      port_of_part[k] = port;
+    }
+    const auto& links = topology->links();
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (port_of_part[k] == std::numeric_limits<std::size_t>::max()) continue;
+      const PortBurst& b = ports.at(port_of_part[k]);
+      const bool overflowing =
+          b.converging &&
+          tcp_burst_overflows(tcp, Bytes(b.bytes), links[port_of_part[k] / 2].effective_bandwidth(),
+                              Seconds(2.0 * b.latency_s));
+      double& e = extra[parts[k].batch_index];
+      e = std::max(e, tcp_incast_latency(tcp, overflowing).seconds());
+    }
+  }
+
+  // Starts the flows deferred at this instant, with the RoCE tier's caps or timeouts and the
+  // TCP incast timeouts.
   void flush_deferred() {
     if (deferred.empty()) return;
     std::vector<Deferred> batch;
@@ -283,7 +350,7 @@ struct Simulation::Impl {
       const std::size_t n = route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
       for (std::uint32_t q = 0; q < n; ++q) {
         parts.push_back(Part{b, q});
-        add_flow(batch[b].src, batch[b].dst, q, 0.0);
+        if (roce_tier == RoceTier::PfcWithoutEcn) add_flow(batch[b].src, batch[b].dst, q, 0.0);
       }
     }
     std::vector<std::vector<double>> caps(batch.size());
@@ -335,6 +402,7 @@ struct Simulation::Impl {
             extra[part.batch_index] = topology->roce()->retransmit_timeout.seconds();
       }
     }
+    if (tcp_incast) tcp_incast_latencies(batch, parts, extra);
     for (std::size_t b = 0; b < batch.size(); ++b) {
       next_latency_scale = batch[b].latency_scale;
       next_extra_latency = extra[b];

@@ -41,8 +41,8 @@ bool tcp_burst_overflows(const TcpOptions& tcp, Bytes burst, BytesPerSecond rate
   return burst > tcp.switch_buffer + rate * rtt;
 }
 
-Seconds tcp_incast_latency(const TcpOptions& tcp, Bytes size, bool overflowing) {
-  return tcp.incast && overflowing && size <= tcp.send_window ? tcp.rto_min : Seconds(0.0);
+Seconds tcp_incast_latency(const TcpOptions& tcp, bool overflowing) {
+  return tcp.incast && overflowing ? tcp.rto_min : Seconds(0.0);
 }
 
 Seconds tcp_incast_round_time(const TcpOptions& tcp, int senders, Bytes block,
@@ -50,8 +50,8 @@ Seconds tcp_incast_round_time(const TcpOptions& tcp, int senders, Bytes block,
   const double n = std::max(senders, 1);
   const Bytes burst = tcp_burst_bytes(tcp, block) * n;
   const Seconds transfer = block * n / rate;
-  return transfer + tcp_incast_latency(tcp, block, senders > 1 &&
-                                                       tcp_burst_overflows(tcp, burst, rate, rtt));
+  return transfer +
+         tcp_incast_latency(tcp, senders > 1 && tcp_burst_overflows(tcp, burst, rate, rtt));
 }
 
 }  // namespace gradsync

@@ -4,25 +4,45 @@ ns-3's packet-level TCP on the same graph and traffic.
 
 Each case runs test/ns3/tcp_incast_leafspine (ns-3 3.37) for a few back-to-back rounds on
 persistent connections, and the matching `gradsync bench` command on a topology in
-test/data/tcp/. ns-3 rounds that hit a retransmission timeout (incast collapse, RTO_min 200 ms)
-are printed next to the closed form n·S/C + RTO_min (REFERENCES.md §5); the assertion compares
-gradsync with ns-3's fastest round (the flow model's steady state: no timeout): within --tolerance.
+test/data/tcp/. What is compared depends on the case:
+
+  cold   incast (N-to-1 pushes that overflow the 384 KiB switch port). gradsync charges one
+         RTO_min (200 ms) per synchronized burst (tcp_model.hpp), so it is compared with ns-3's
+         first round, a cold burst on connections whose windows have not yet adapted to the
+         port; the case also asserts that this ns-3 round did hit a timeout (it is longer than
+         gradsync's time with `incast: false` by at least RTO_min / 2). Later ns-3 rounds vary (windows cut by the
+         first losses often fit the buffer): they are printed, with how many timed out.
+  best   no timeout in any round (ring on a 2:1 leaf-spine): the flow model's steady state is
+         compared with ns-3's fastest round.
+  info   printed, not asserted: a case where the model is known to disagree with ns-3
+         (sim/fabric/README.md, "Ethernet (TCP) model").
 
 Usage: compare_ns3.py NS3_PROGRAM GRADSYNC SOURCE_DIR [--tolerance 0.15]
-Exit: 0 every case within tolerance, 1 a case is not, 2 bad usage.
+Exit: 0 every asserted case within tolerance, 1 a case is not, 2 bad usage.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
-# name, ns-3 arguments, gradsync bench arguments (topology relative to the source dir), rounds
+PS = ["test/data/tcp/ns3_incast_star.yaml", "--op", "allreduce", "--algo", "ps",
+      "--ps-placement", "dedicated"]
+# name, comparison, ns-3 rounds, ns-3 arguments, gradsync bench arguments (topology relative to
+# the source dir). Rounds are few where ns-3 is slow (8 MiB: ~10 s of CPU per round).
 CASES = [
-    ("incast 8-to-1, 8 MiB per worker (parameter server, 1 switch)",
+    ("incast 8-to-1, 8 MiB per worker (parameter server, 1 switch)", "cold", 3,
      ["--pattern=ps", "--workers=8", "--bytes=8388608"],
-     ["test/data/tcp/ns3_incast_star.yaml", "--op", "allreduce", "--algo", "ps",
-      "--ps-placement", "dedicated", "--min", "8MiB", "--max", "8MiB"]),
-    ("leaf-spine 2:1, ring AllReduce 32 MiB over 4 hosts, every edge across the spine",
+     PS + ["--min", "8MiB", "--max", "8MiB"]),
+    ("incast 8-to-1, 2 MiB per worker (parameter server, 1 switch)", "cold", 5,
+     ["--pattern=ps", "--workers=8", "--bytes=2097152"],
+     PS + ["--min", "2MiB", "--max", "2MiB"]),
+    ("incast 8-to-1, 256 KiB per worker: ns-3 never times out, gradsync charges RTO_min",
+     "info", 3,
+     ["--pattern=ps", "--workers=8", "--bytes=262144"],
+     PS + ["--min", "256KiB", "--max", "256KiB"]),
+    ("leaf-spine 2:1, ring AllReduce 32 MiB over 4 hosts, every edge across the spine", "best", 3,
      ["--pattern=ring", "--hosts-per-leaf=2", "--oversubscription=2", "--bytes=33554432"],
      ["test/data/tcp/ns3_leafspine_2to1.yaml", "--op", "allreduce", "--algo", "ring",
       "--channels", "1", "--pipeline", "1", "--fidelity", "step", "--min", "32MiB",
@@ -38,10 +58,24 @@ def run_ns3(program, args, rounds):
     return [float(line.split()[3]) for line in out.splitlines() if line.startswith("round ")]
 
 
-def run_gradsync(gradsync, source_dir, args):
+def run_gradsync(gradsync, source_dir, args, incast=True):
+    """gradsync bench's time (s); incast=False runs a copy of the topology with
+    `tcp: {incast: false}` (the flow model without the timeout)."""
     topo, *rest = args
-    out = subprocess.run([gradsync, "bench", f"{source_dir}/{topo}", *rest, "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    path = f"{source_dir}/{topo}"
+    tmp = None
+    if not incast:
+        text = open(path).read()
+        assert text.count("\ntcp:\n") == 1, path
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write(text.replace("\ntcp:\n", "\ntcp:\n  incast: false\n"))
+            tmp = path = f.name
+    try:
+        out = subprocess.run([gradsync, "bench", path, *rest, "--json"],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        if tmp:
+            os.unlink(tmp)
     return json.loads(out)[0]["time_us"] * 1e-6
 
 
@@ -51,22 +85,30 @@ def main():
     ap.add_argument("gradsync")
     ap.add_argument("source_dir")
     ap.add_argument("--tolerance", type=float, default=0.15)
-    ap.add_argument("--rounds", type=int, default=3)
     o = ap.parse_args()
     ok = True
-    for name, ns3_args, gs_args in CASES:
-        rounds = run_ns3(o.ns3_program, ns3_args, o.rounds)
+    for name, how, n_rounds, ns3_args, gs_args in CASES:
+        rounds = run_ns3(o.ns3_program, ns3_args, n_rounds)
         gs = run_gradsync(o.gradsync, o.source_dir, gs_args)
+        no_incast = run_gradsync(o.gradsync, o.source_dir, gs_args, incast=False)
         best = min(rounds)
-        apart = gs / best - 1.0
+        timed_out = [r > no_incast + 0.5 * RTO_MIN_S for r in rounds]
+        print(f"{name}\n  ns-3 rounds (s): {' '.join(f'{r:.4f}' for r in rounds)}"
+              f" ({sum(timed_out)} of {len(rounds)} hit a timeout)")
+        ref, what = (rounds[0], "first (cold) round") if how != "best" else (best, "fastest round")
+        apart = gs / ref - 1.0
         verdict = "PASS" if abs(apart) <= o.tolerance else "FAIL"
-        ok = ok and verdict == "PASS"
-        print(f"{name}\n  ns-3 rounds (s): {' '.join(f'{r:.4f}' for r in rounds)}\n"
-              f"  gradsync {gs:.4f} s vs ns-3 fastest round {best:.4f} s: {apart:+.1%} {verdict}")
-        for r in rounds:
-            if r > best + 0.5 * RTO_MIN_S:
-                print(f"  ns-3 round {r:.4f} s hit a timeout: gradsync + RTO_min = "
-                      f"{gs + RTO_MIN_S:.4f} s ({(gs + RTO_MIN_S) / r - 1.0:+.1%})")
+        if how == "cold" and not timed_out[0]:
+            verdict = "FAIL (ns-3's first round hit no timeout: not an incast case)"
+        if how == "info":
+            verdict = "not asserted"
+        else:
+            ok = ok and verdict == "PASS"
+        print(f"  gradsync {gs:.4f} s (incast: false {no_incast:.4f} s) vs ns-3 {what} "
+              f"{ref:.4f} s: {apart:+.1%} {verdict}")
+        if how == "cold":
+            spread = ", ".join(f"{gs / r - 1.0:+.1%}" for r in rounds)
+            print(f"  gradsync vs every ns-3 round: {spread}")
     return 0 if ok else 1
 
 

@@ -439,7 +439,11 @@ def skip_reason(row):
     algo = row["algorithm_if_known"].strip().lower()
     # gradsync models single-domain NVLS (`--algo nvls`); NVLSTree, CollNet and SHARP in the
     # network switches are not modelled.
-    if ("nvlstree" in algo or algo.startswith("collnet") or "sharp" in algo
+    # "Tree/NVLSTree likely" on a GPU without NVLS (before Hopper) can only be Tree.
+    system = system_of(row["id"])
+    no_nvls = system is not None and system.get("gpu") in ("volta", "ampere")
+    maybe_nvlstree = "nvlstree" in algo and not (no_nvls and "likely" in algo)
+    if (maybe_nvlstree or algo.startswith("collnet") or "sharp" in algo
             or "sharp" in row["id"].lower()):
         return f"algorithm {row['algorithm_if_known']}: gradsync has no in-network reduction"
     return None
