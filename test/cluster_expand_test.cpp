@@ -210,6 +210,24 @@ TEST_CASE("PCIe server, switch per socket, 2 sockets: GPUs split, socket link be
         "n0.gpu0 n0.pcie0 n0.cpu0 n0.cpu1 n0.pcie1 n0.gpu4");
 }
 
+TEST_CASE("PCIe server without P2P: GPUs under one switch meet at the CPU, across sockets as before") {
+  NodeSpec node;
+  node.gpus = 8;
+  node.intra = group(Fabric::Pcie, 32_GBps);
+  node.intra_shape = IntraShape::Switch;
+  node.pcie_p2p = false;
+  node.sockets = 2;
+  node.socket_link = group(Fabric::Socket, 40_GBps);
+  const Topology t = expand_cluster(cluster(1, node));
+  for (const Device& d : t.devices())
+    if (d.kind == DeviceKind::PcieSwitch) CHECK_FALSE(d.p2p);
+  const Router router(t);
+  CHECK(route_names(t, router.route(id_of(t, "n0.gpu0"), id_of(t, "n0.gpu3"))) ==
+        "n0.gpu0 n0.pcie0 n0.cpu0 n0.pcie0 n0.gpu3");
+  CHECK(route_names(t, router.route(id_of(t, "n0.gpu0"), id_of(t, "n0.gpu4"))) ==
+        "n0.gpu0 n0.pcie0 n0.cpu0 n0.cpu1 n0.pcie1 n0.gpu4");
+}
+
 TEST_CASE("PCIe server on the root complex: GPUs on the CPUs, no PCIe switch") {
   NodeSpec node;
   node.gpus = 8;

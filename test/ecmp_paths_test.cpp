@@ -109,6 +109,29 @@ TEST_CASE("adaptive routing spreads a cross-leaf flow evenly over every spine") 
   CHECK(total == doctest::Approx(6.0));  // one flow's worth of bytes per hop
 }
 
+TEST_CASE("adaptive walk under a PCIe switch without P2P: up to the CPU and back down") {
+  // The hop-by-hop walk must leave the switch upstream when it came from the source GPU
+  // (Router::next_hops with `from`); otherwise it would turn inside the switch (2 stages).
+  ClusterSpec spec;
+  spec.name = "pcie-no-p2p";
+  spec.node.gpus = 4;
+  spec.node.intra = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(32e9), 500_ns, 1.0, {}};
+  spec.node.intra_shape = IntraShape::Switch;
+  spec.node.pcie_p2p = false;
+  const Topology t = expand_cluster(spec);
+  const Router router(t);
+  const DeviceId src = *t.find_device("n0.gpu0");
+  const DeviceId dst = *t.find_device("n0.gpu1");
+  const PathSpread s = spread_paths(t, router, src, dst, Routing::Adaptive, 1, 7);
+  REQUIRE(s.stages.size() == 4);
+  const DeviceId sw = *t.find_device("n0.pcie0");
+  const DeviceId cpu = *t.find_device("n0.cpu0");
+  CHECK(s.stages[1].front().from == sw);
+  CHECK(t.link(s.stages[1].front().link).other(sw) == cpu);  // up
+  CHECK(s.stages[2].front().from == cpu);                     // and back down
+  CHECK(s.stages[2].front().link == s.stages[1].front().link);
+}
+
 TEST_CASE("routing defaults: adaptive on InfiniBand, static (ECMP) on RoCE and Ethernet") {
   CHECK(default_routing(Fabric::InfiniBand) == Routing::Adaptive);
   CHECK(default_routing(Fabric::Roce) == Routing::Static);

@@ -54,3 +54,15 @@ TEST_CASE("tcp incast: small blocks that overflow the buffer pay RTO_min once pe
   CHECK(tcp_incast_round_time(off, 64, Bytes(8192), c, rtt).seconds() ==
         doctest::Approx(64 * 8192 / 1.25e9));
 }
+
+TEST_CASE("tcp sharing rtt: 2 x route latency + host_rtt + a full switch buffer at the port") {
+  TcpOptions tcp;
+  CHECK_FALSE(tcp.rtt_bias);
+  // 25 GbE port (3.125 GB/s): 384 KiB drains in 125.8 us; 2 x 3 us + 28 us on top.
+  CHECK(tcp_sharing_rtt(tcp, Seconds(3e-6), BytesPerSecond(3.125e9)).seconds() ==
+        doctest::Approx(6e-6 + 28e-6 + 393216.0 / 3.125e9));
+  tcp.host_rtt = Seconds(0.0);
+  tcp.switch_buffer = Bytes(0.0);
+  CHECK(tcp_sharing_rtt(tcp, Seconds(2e-6), BytesPerSecond(1.25e9)).seconds() ==
+        doctest::Approx(4e-6));
+}

@@ -310,6 +310,34 @@ TEST_CASE("template: rail-optimized, software none, cost") {
     if (l.fabric == Fabric::Pcie) CHECK(l.efficiency == doctest::Approx(0.8));
 }
 
+TEST_CASE("p2p: node.intra.p2p on a PCIe switch server, p2p on an explicit pcie-switch") {
+  const TopologyFile def = load_topology_text(R"(nodes: 1
+node:
+  gpus: 4
+  intra: {fabric: pcie, switch: true, bandwidth: 32GB/s, latency: 500ns}
+)", "default.yaml");
+  CHECK(def.topology.device(id_of(def.topology, "n0.pcie0")).p2p);  // default: peer to peer
+  const TopologyFile off = load_topology_text(R"(nodes: 1
+node:
+  gpus: 4
+  intra: {fabric: pcie, switch: true, bandwidth: 32GB/s, latency: 500ns, p2p: false}
+)", "off.yaml");
+  CHECK_FALSE(off.topology.device(id_of(off.topology, "n0.pcie0")).p2p);
+  CHECK_FALSE(off.cluster->node.pcie_p2p);
+  const TopologyFile expl = load_topology_text(R"(devices:
+  - {name: "gpu[0-1]", kind: gpu}
+  - {name: sw0, kind: pcie-switch, p2p: false}
+  - {name: sw1, kind: pcie-switch}
+  - {name: cpu, kind: cpu}
+links:
+  - {between: ["gpu[0-1]", sw0], fabric: pcie, bandwidth: 32GB/s, latency: 500ns}
+  - {between: [sw0, cpu], fabric: pcie, bandwidth: 32GB/s, latency: 500ns}
+  - {between: [sw1, cpu], fabric: pcie, bandwidth: 32GB/s, latency: 500ns}
+)", "explicit.yaml");
+  CHECK_FALSE(expl.topology.device(id_of(expl.topology, "sw0")).p2p);
+  CHECK(expl.topology.device(id_of(expl.topology, "sw1")).p2p);
+}
+
 TEST_CASE("template: one server needs no network") {
   const TopologyFile f = load_good("template_single_node");
   CHECK(f.topology.gpu_count() == 8);

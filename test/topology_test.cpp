@@ -587,3 +587,154 @@ TEST_CASE("unreachable destination: route and hops throw, counts are zero") {
   CHECK(router.hops(g0, g1) == 2);
   CHECK(router.hops(g1, g2) == 1);
 }
+
+// PCIe switches without peer to peer (Device::p2p false)
+// ---------------------------------------------------------------------------------------
+// The one forbidden pattern is [GPU, no-P2P switch, GPU]: GPU-to-GPU data under such a switch
+// goes up to the CPU (host memory) and back down, crossing the switch twice. If the router
+// ignored p2p, the routes below would stay "gpu0 sw gpu1" (2 hops) and the uplink would carry
+// nothing.
+
+namespace {
+
+// `gpus` GPUs under one PCIe switch, the switch's uplink to a CPU; optionally a second CPU
+// joined to the first and to the switch (two equal-cost ways up).
+Topology pcie_switch_server(int gpus, bool p2p, bool second_cpu = false) {
+  Topology t(p2p ? "pcie-p2p" : "pcie-no-p2p");
+  Device sw;
+  sw.name = "sw";
+  sw.kind = DeviceKind::PcieSwitch;
+  sw.p2p = p2p;
+  const DeviceId s = t.add_device(sw);
+  const DeviceId cpu = add(t, "cpu", DeviceKind::Cpu);
+  connect(t, s, cpu, 32_GBps, Fabric::Pcie);
+  if (second_cpu) {
+    const DeviceId cpu1 = add(t, "cpu1", DeviceKind::Cpu);
+    connect(t, s, cpu1, 32_GBps, Fabric::Pcie);
+    connect(t, cpu, cpu1, 32_GBps, Fabric::Socket);
+  }
+  for (int i = 0; i < gpus; ++i)
+    connect(t, add(t, "gpu" + std::to_string(i), DeviceKind::Gpu), s, 32_GBps, Fabric::Pcie);
+  t.validate();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("PCIe switch with P2P: GPU-to-GPU traffic turns inside the switch") {
+  const Topology t = pcie_switch_server(4, true);
+  const Router router(t);
+  const DeviceId g0 = id_of(t, "gpu0");
+  const DeviceId g1 = id_of(t, "gpu1");
+  CHECK(names(t, router.route(g0, g1)) == "gpu0 sw gpu1");
+  CHECK(router.hops(g0, g1) == 2);
+}
+
+TEST_CASE("PCIe switch without P2P: GPU-to-GPU traffic goes up to the CPU and back") {
+  const Topology t = pcie_switch_server(4, false);
+  const Router router(t);
+  const DeviceId g0 = id_of(t, "gpu0");
+  const DeviceId g1 = id_of(t, "gpu1");
+  const DeviceId sw = id_of(t, "sw");
+  const DeviceId cpu = id_of(t, "cpu");
+  for (std::uint64_t hash : {0ULL, 1ULL, 12345ULL}) {
+    const Route r = router.route(g0, g1, hash);
+    check_well_formed(t, r, g0, g1);
+    CHECK(names(t, r) == "gpu0 sw cpu sw gpu1");
+  }
+  CHECK(router.hops(g0, g1) == 4);
+  CHECK(router.hops(g1, g0) == 4);
+  CHECK(router.equal_cost_count(g0, g1) == 1);
+  const auto all = router.equal_cost_routes(g0, g1);
+  REQUIRE(all.size() == 1);
+  CHECK(names(t, all[0]) == "gpu0 sw cpu sw gpu1");
+  // The uplink is crossed once each way.
+  const Route r = router.route(g0, g1);
+  CHECK(r.links[1] == r.links[2]);
+  // next_hops: entered from a GPU the way on is up; entered from the CPU, down to the GPU.
+  const auto up = router.next_hops(sw, g1, g0);
+  REQUIRE(up.size() == 1);
+  CHECK(up[0].second == cpu);
+  const auto down = router.next_hops(sw, g1, cpu);
+  REQUIRE(down.size() == 1);
+  CHECK(down[0].second == g1);
+  CHECK(router.next_hops(sw, g1).size() == 1);
+  CHECK(router.next_hops(sw, g1)[0].second == g1);
+  // Traffic that does not start at a GPU is unaffected.
+  CHECK(names(t, router.route(cpu, g1)) == "cpu sw gpu1");
+  CHECK(names(t, router.route(g1, cpu)) == "gpu1 sw cpu");
+}
+
+TEST_CASE("PCIe switch without P2P, two ways up: both are equal-cost candidates") {
+  const Topology t = pcie_switch_server(2, false, true);
+  const Router router(t);
+  const DeviceId g0 = id_of(t, "gpu0");
+  const DeviceId g1 = id_of(t, "gpu1");
+  CHECK(router.hops(g0, g1) == 4);
+  CHECK(router.equal_cost_count(g0, g1) == 2);
+  std::set<std::string> seen;
+  for (const Route& r : router.equal_cost_routes(g0, g1)) {
+    check_well_formed(t, r, g0, g1);
+    seen.insert(names(t, r));
+  }
+  CHECK(seen == std::set<std::string>{"gpu0 sw cpu sw gpu1", "gpu0 sw cpu1 sw gpu1"});
+  for (std::uint64_t hash = 0; hash < 64; ++hash) seen.erase(names(t, router.route(g0, g1, hash)));
+  CHECK(seen.empty());  // the hash reaches both
+}
+
+TEST_CASE("PCIe switch without P2P is bypassed when the GPUs share a P2P path") {
+  // gpu0 and gpu1 sit under the no-P2P switch and also on an NVSwitch: the NVSwitch wins.
+  Topology t = pcie_switch_server(2, false);
+  const DeviceId nv = add(t, "nvswitch", DeviceKind::NvSwitch);
+  connect(t, id_of(t, "gpu0"), nv, 450_GBps, Fabric::NvLink);
+  connect(t, id_of(t, "gpu1"), nv, 450_GBps, Fabric::NvLink);
+  const Router router(t);
+  CHECK(names(t, router.route(id_of(t, "gpu0"), id_of(t, "gpu1"))) == "gpu0 nvswitch gpu1");
+}
+
+TEST_CASE("routes stay right when many destinations cycle through the distance cache") {
+  // 100 GPUs > the cache's 64 destinations: every pair, in an order that evicts, still
+  // crosses the CPU.
+  const Topology t = pcie_switch_server(100, false);
+  const Router router(t);
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t i = 0; i < t.gpus().size(); ++i) {
+      const DeviceId src = t.gpus()[(i * 7) % t.gpus().size()];
+      const DeviceId dst = t.gpus()[i];
+      if (src == dst) continue;
+      CHECK(router.hops(src, dst) == 4);
+    }
+}
+
+TEST_CASE("validate: p2p false needs a PCIe switch with a link upstream") {
+  Topology lone("lone");
+  Device sw;
+  sw.name = "sw";
+  sw.kind = DeviceKind::PcieSwitch;
+  sw.p2p = false;
+  sw.origin = SourceMark{"t.yaml", 4, 12};
+  const DeviceId s = lone.add_device(sw);
+  connect(lone, add(lone, "gpu0", DeviceKind::Gpu), s, 32_GBps, Fabric::Pcie);
+  connect(lone, add(lone, "gpu1", DeviceKind::Gpu), s, 32_GBps, Fabric::Pcie);
+  try {
+    lone.validate();
+    FAIL("no exception");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().line == 4);
+    CHECK(e.where().column == 12);
+    CHECK(e.reason().find("needs a link to a CPU") != std::string::npos);
+  }
+  Topology on_switch("ethernet switch");
+  Device net;
+  net.name = "net";
+  net.kind = DeviceKind::Switch;
+  net.p2p = false;
+  const DeviceId n = on_switch.add_device(net);
+  connect(on_switch, add(on_switch, "gpu0", DeviceKind::Gpu), n);
+  try {
+    on_switch.validate();
+    FAIL("no exception");
+  } catch (const ConfigError& e) {
+    CHECK(e.reason().find("PCIe switches only") != std::string::npos);
+  }
+}

@@ -42,6 +42,10 @@ struct NodeSpec {
   // evenly over the G-1 peers); for pcie it is each GPU's PCIe link.
   LinkGroupSpec intra;
   IntraShape intra_shape = IntraShape::Switch;
+  // pcie with switch: GPUs under a PCIe switch exchange data peer to peer (node.intra.p2p;
+  // Device::p2p). Default true: CUDA peer access between GPUs under one PCIe switch is
+  // supported on data-center GPUs (sim/fabric/README.md, PCIe).
+  bool pcie_p2p = true;
   int sockets = 1;                       // CPU sockets; GPUs and NICs split evenly across them
   std::optional<LinkGroupSpec> socket_link;  // CPU-CPU link (UPI / xGMI) when sockets > 1
   int nics = 0;                          // nics == gpus: one NIC per GPU (rail-optimized)

@@ -20,6 +20,11 @@
 // same weight; and the latency-factor callback scales that 1 s to the route's real latency
 // (its links' latencies plus the forwarding latency of every device it crosses, endpoints
 // excluded). So Host::route_to() reports 1 s for every route: use PlatformRoute::latency.
+// One named exception, RTT-biased TCP sharing (tcp_model.hpp, `tcp.rtt_bias`, off by default):
+// a route through an ethernet link then starts with its own FATPIPE "rtt-weight" link instead,
+// of latency 1 s x its sharing RTT / the smallest sharing RTT among the TCP routes, so CM02
+// shares ethernet bottlenecks in proportion to 1 / RTT; the callback still charges the real
+// latency. Routes without an ethernet link (InfiniBand, RoCE, NVLink, PCIe) keep the 1 s egress.
 // A per-switch FATPIPE link carrying the switch latency would also couple every flow
 // through that switch in SimGrid's selective max-min update: a 1024-rank ring ran ~440x slower
 // (26 s instead of 0.06 s for 5 chunks per rank).

@@ -18,7 +18,16 @@
 //    (REFERENCES.md §5: small blocks collapse, large blocks pay a bounded add-on). The engine
 //    charges it with the flows' start latency (sim/engine/simulation.cpp); ns-3's cold rounds
 //    agree, its warm rounds mostly do not time out (sim/fabric/README.md).
-// 4. RTT-biased sharing is not modelled (see sim/fabric/README.md for why).
+// 4. RTT-biased sharing (off by default; `rtt_bias: true` turns it on). Loss-based TCP flows
+//    that share a bottleneck queue see the same loss rate p, so each gets a rate near
+//    MSS / (RTT sqrt(p)) (Mathis, Semke, Mahdavi, Ott, CCR 1997): shares in proportion to
+//    1 / RTT. When on, each route through an ethernet link weighs tcp_sharing_rtt() in the
+//    max-min solver (platform.hpp): twice its route latency, plus `host_rtt` (both host stacks),
+//    plus the standing queue of a full `switch_buffer` at the route's slowest ethernet port,
+//    which every flow through that port waits in. Off by default because in a data center the
+//    two shared terms dwarf the propagation differences (a same-leaf and a cross-spine route
+//    differ by a few microseconds; the queue alone is 126 us at 25 GbE), so the bias between
+//    competing gradsync flows is a few percent at most (sim/fabric/README.md).
 #pragma once
 
 #include <optional>
@@ -47,6 +56,10 @@ struct TcpOptions {
                                      // datasheet; its dynamic allocation lets one congested
                                      // port take up to 6.7 MB)
   Bytes send_window{4194304.0};      // 4 MiB: Linux net.ipv4.tcp_wmem maximum (ip-sysctl.rst)
+  // RTT-biased sharing (YAML `rtt_bias`, `host_rtt`): off, see the header comment.
+  bool rtt_bias = false;
+  Seconds host_rtt{28e-6};           // 2 x 14 us: NCCL 2.30.7's per-hop NET latency for Simple
+                                     // (src/graph/tuning.cc, REFERENCES.md §3), each way
 };
 
 // The throughput cap of one host port whose ethernet link runs at `line_rate`.
@@ -59,6 +72,13 @@ struct TcpOptions {
 // slow_start is off. Never negative.
 [[nodiscard]] Seconds tcp_slow_start_latency(const TcpOptions& tcp, Bytes size, Seconds rtt,
                                              BytesPerSecond rate);
+
+// The round-trip time that sets a TCP flow's share of a bottleneck under rtt_bias: 2 x
+// route_latency (propagation and forwarding, both ways) + host_rtt + switch_buffer / port_rate,
+// the queueing delay of a full drop-tail port of rate `port_rate` (the route's slowest ethernet
+// link), which loss-based TCP keeps full. Rates of flows sharing a bottleneck go as 1 / this.
+[[nodiscard]] Seconds tcp_sharing_rtt(const TcpOptions& tcp, Seconds route_latency,
+                                      BytesPerSecond port_rate);
 
 // Bytes one flow of `size` adds to a synchronized burst: its block, up to one send window.
 [[nodiscard]] Bytes tcp_burst_bytes(const TcpOptions& tcp, Bytes size);

@@ -49,6 +49,11 @@ struct Device {
   int node = -1;            // server index; -1 for devices outside any server (network switches)
   Seconds latency{0.0};     // forwarding latency added to every route crossing this device
   SourceMark origin;        // where it was declared (for error messages)
+  // PCIe switches only: whether GPUs under it exchange data peer to peer (the switch turns
+  // GPU-to-GPU traffic around). false = no P2P (GeForce cards, ACS on, some virtualized hosts):
+  // NCCL copies through host memory, so a route never goes GPU -> switch -> GPU but up to the
+  // CPU and back (Router; sim/fabric/README.md, PCIe).
+  bool p2p = true;
 };
 
 struct Link {
@@ -178,6 +183,11 @@ class Topology {
 // kHopCost + kWidthScale / bandwidth[GB/s], rounded, so sums stay exact integers). GPUs never
 // forward traffic. Routes whose costs tie exactly are ECMP candidates; route() picks one
 // hop by hop with a seeded hash, as a switch hashing each flow would.
+//
+// A PCIe switch with p2p false never passes traffic from a GPU straight to a GPU: since GPUs
+// never forward, the one forbidden pattern is [source GPU, that switch, destination GPU], so
+// such a route leaves the switch upstream (through host memory) and may come back through
+// the same switch from the CPU side.
 class Router {
  public:
   explicit Router(const Topology& topology);
@@ -192,15 +202,16 @@ class Router {
   // Hop count of the shortest path; throws std::logic_error when dst is unreachable.
   [[nodiscard]] std::size_t hops(DeviceId src, DeviceId dst) const;
   // The links out of `at` that stay on a shortest path toward dst (ECMP candidates at that
-  // device), as (link, next device) pairs in link order.
-  [[nodiscard]] std::vector<std::pair<LinkId, DeviceId>> next_hops(DeviceId at, DeviceId dst) const;
+  // device), as (link, next device) pairs in link order. `from` is the device the flow came
+  // from; it matters only at a PCIe switch without P2P entered from a GPU (then the way on is
+  // upstream), so a walk passes it on its first hop after the source.
+  [[nodiscard]] std::vector<std::pair<LinkId, DeviceId>> next_hops(
+      DeviceId at, DeviceId dst, std::optional<DeviceId> from = std::nullopt) const;
 
   static constexpr std::uint64_t kHopCost = 1'000'000;
   static constexpr double kWidthScale = 1000.0;
 
  private:
-  // Cost-to-dst of every device (UINT64_MAX = unreachable), computed once per destination.
-  const std::vector<std::uint64_t>& distances_to(DeviceId dst) const;
   [[nodiscard]] std::uint64_t link_cost(LinkId id) const;
   [[nodiscard]] bool may_forward(DeviceId id) const;
 
@@ -211,7 +222,12 @@ class Router {
   struct CachedDistances {
     DeviceId dst;
     std::vector<std::uint64_t> dist;
+    // PCIe switches without P2P next to dst (when dst is a GPU), with their cost-to-dst for a
+    // flow that entered them from a GPU (upstream only); usually empty.
+    std::vector<std::pair<DeviceId, std::uint64_t>> from_gpu;
   };
+  // Cost-to-dst of every device (UINT64_MAX = unreachable), computed once per destination.
+  const CachedDistances& cached_to(DeviceId dst) const;
 
   const Topology* topology_;
   std::vector<std::uint64_t> link_costs_;

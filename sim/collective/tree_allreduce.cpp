@@ -34,14 +34,14 @@ struct RankTree {
   std::uint32_t height = 0;                          // edges from root to the deepest rank
 };
 
-// The chain of each node starts at local rank `head` and walks up (chain_down) or down the
+// The chain of each node starts at local rank `first` and walks up (chain_down) or down the
 // local ranks, wrapping around.
 RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain_down,
-                     std::uint32_t head) {
+                     std::uint32_t first) {
   const auto nodes = static_cast<std::uint32_t>(nodes_tree.parent.size());
   const std::uint32_t ranks = nodes * ppn;
   const auto rank_of = [&](std::uint32_t node, std::uint32_t chain_pos) {
-    return node * ppn + (chain_down ? (head + chain_pos) % ppn : (head + ppn - chain_pos) % ppn);
+    return node * ppn + (chain_down ? (first + chain_pos) % ppn : (first + ppn - chain_pos) % ppn);
   };
   RankTree tree;
   tree.parent.assign(ranks, kNoRank);

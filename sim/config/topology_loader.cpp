@@ -36,7 +36,7 @@ const std::vector<std::string> kExplicitKeys{"name", "software", "devices", "lin
 const std::vector<std::string> kRouting{"static", "adaptive"};
 constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 const std::vector<std::string> kLinkGroupKeys{"fabric", "switch", "bandwidth", "latency",
-                                              "efficiency"};
+                                              "efficiency", "p2p"};
 const std::vector<std::string> kSoftware{"nccl", "none"};
 const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet"};
 const std::vector<std::string> kShapes{"single-switch", "leaf-spine", "fat-tree",
@@ -92,7 +92,7 @@ RoceOptions read_roce(const MapReader& parent, const std::string& key) {
 TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
   MapReader r(parent.node(key), parent.file(), parent.path(key),
               {"host_efficiency", "host_cap", "slow_start", "initial_window", "mss", "incast",
-               "rto_min", "switch_buffer", "send_window"});
+               "rto_min", "switch_buffer", "send_window", "rtt_bias", "host_rtt"});
   TcpOptions o;
   if (r.has("host_cap")) o.host_cap = positive_rate(r, "host_cap");
   if (const auto e = r.opt_number("host_efficiency")) {
@@ -124,6 +124,11 @@ TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
   if (r.has("send_window")) {
     o.send_window = r.size("send_window");
     if (!(o.send_window.bytes() > 0.0)) r.fail("send_window", "must be positive");
+  }
+  o.rtt_bias = r.opt_boolean("rtt_bias").value_or(o.rtt_bias);
+  if (r.has("host_rtt")) {
+    o.host_rtt = r.time("host_rtt");
+    if (o.host_rtt.seconds() < 0.0) r.fail("host_rtt", "must not be negative");
   }
   return o;
 }
@@ -181,6 +186,16 @@ NodeSpec read_node(const MapReader& top) {
     n.intra_shape = has_switch ? IntraShape::Switch
                     : fabric == Fabric::NvLink ? IntraShape::Mesh
                                                : IntraShape::RootComplex;
+    // p2p: whether GPUs under the PCIe switch exchange data peer to peer (Device::p2p).
+    if (const auto p2p = intra.opt_boolean("p2p")) {
+      if (fabric != Fabric::Pcie || !has_switch)
+        intra.fail("p2p", fabric != Fabric::Pcie
+                              ? "applies to fabric: pcie with switch: true only (NVLink is "
+                                "peer to peer)"
+                              : "applies to switch: true only (with switch: false GPU traffic "
+                                "already turns at the CPU root complex)");
+      n.pcie_p2p = *p2p;
+    }
   }
   n.sockets = static_cast<int>(r.opt_integer("sockets", 1, 8).value_or(1));
   if (r.has("socket_link")) {
@@ -290,7 +305,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
 
   std::unordered_map<std::string, DeviceId> by_name;
   for (const YAML::Node& item : config::sequence_of(top.node("devices"), top.file(), "devices")) {
-    MapReader d(item, top.file(), "device", {"name", "kind", "node", "latency"});
+    MapReader d(item, top.file(), "device", {"name", "kind", "node", "latency", "p2p"});
     const std::string pattern = d.string("name");
     std::vector<config::ExpandedName> names;
     try {
@@ -301,6 +316,11 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
     }
     const auto kind = *device_kind_from_string(d.choice("kind", kDeviceKinds));
     const Seconds latency = d.opt_time("latency").value_or(Seconds(0.0));
+    // p2p (pcie-switch only): false = GPUs under it exchange data through host memory.
+    const auto p2p = d.opt_boolean("p2p");
+    if (p2p && kind != DeviceKind::PcieSwitch)
+      d.fail("p2p", fmt::format("applies to devices of kind pcie-switch only, not {}",
+                                to_string(kind)));
     // node: a number, or "$k" = the value of the k-th bracket of the name.
     std::optional<long long> node_fixed;
     std::optional<std::size_t> node_bracket;
@@ -326,7 +346,9 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
                                    kMaxNodes));
       const int node = node_bracket ? static_cast<int>(n.indices[*node_bracket])
                                     : static_cast<int>(node_fixed.value_or(-1));
-      by_name.emplace(n.name, topo.add_device(Device{n.name, kind, node, latency, d.mark("name")}));
+      Device device{n.name, kind, node, latency, d.mark("name")};
+      device.p2p = p2p.value_or(true);
+      by_name.emplace(n.name, topo.add_device(std::move(device)));
     }
   }
 

@@ -89,7 +89,10 @@ PathSpread spread_paths(const Topology& topology, const Router& router, DeviceId
         next[u] += f;
         continue;
       }
-      const auto hops = router.next_hops(u, dst);
+      // On the first hop out of the source the flow came from src (a PCIe switch without
+      // P2P sends a GPU's traffic upstream, Router).
+      const auto hops =
+          router.next_hops(u, dst, hop == 1 ? std::optional<DeviceId>(src) : std::nullopt);
       if (hops.empty()) throw std::logic_error("spread_paths: dead end on a shortest path");
       const bool spread = hops.size() > 1 && topology.device(u).kind == DeviceKind::Switch;
       if (spread) {

@@ -33,6 +33,12 @@ Seconds tcp_slow_start_latency(const TcpOptions& tcp, Bytes size, Seconds rtt,
   return Seconds(std::max(extra, 0.0));
 }
 
+Seconds tcp_sharing_rtt(const TcpOptions& tcp, Seconds route_latency, BytesPerSecond port_rate) {
+  const Seconds queue = port_rate.bytes_per_second() > 0.0 ? tcp.switch_buffer / port_rate
+                                                           : Seconds(0.0);
+  return route_latency * 2.0 + tcp.host_rtt + queue;
+}
+
 Bytes tcp_burst_bytes(const TcpOptions& tcp, Bytes size) {
   return std::min(size, tcp.send_window);
 }

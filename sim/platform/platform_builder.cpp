@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -61,6 +62,7 @@ struct RouteLatency {
   DeviceId dst;
   double latency;  // seconds
   double tcp_rate = 0.0;  // bytes/s: bottleneck of a route through a TCP host port; 0 = none
+  double carrier = kCarrierLatency;  // seconds: the route's unscaled SimGrid latency (its weight)
 };
 
 struct HostPairHash {
@@ -315,6 +317,50 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     }
   };
 
+  // RTT-biased sharing (tcp_model.hpp, rtt_bias): a route through an ethernet link carries its
+  // own FATPIPE weight link of latency kCarrierLatency x sharing RTT / the smallest sharing RTT
+  // among the TCP paths, instead of its source's egress link, so CM02 shares in proportion to
+  // 1 / RTT (the shortest TCP path weighs like every non-TCP route). The latency-factor
+  // callback still charges the real route latency. Off: every route keeps the egress link.
+  const bool rtt_bias = topology.tcp() && topology.tcp()->rtt_bias;
+  auto sharing_rtt = [&](const Route& route) {  // seconds; negative: no ethernet link
+    double latency = 0.0;
+    double port = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < route.links.size(); ++i) {
+      const Link& l = topology.link(route.links[i]);
+      latency += l.latency.seconds();
+      if (i > 0) latency += devices[route.devices[i]].latency.seconds();
+      if (l.fabric == Fabric::Ethernet) port = std::min(port, l.bandwidth.bytes_per_second());
+    }
+    if (std::isinf(port)) return -1.0;
+    return tcp_sharing_rtt(*topology.tcp(), Seconds(latency), BytesPerSecond(port)).seconds();
+  };
+  double rtt_reference = std::numeric_limits<double>::infinity();
+  if (rtt_bias)
+    for (const PathSpread& spread : spreads)
+      for (const Route& r : spread.qp_routes)
+        if (const double rtt = sharing_rtt(r); rtt >= 0.0)
+          rtt_reference = std::min(rtt_reference, rtt);
+  const bool weigh_rtt = rtt_bias && rtt_reference > 0.0 && !std::isinf(rtt_reference);
+  std::size_t weight_links = 0;
+  // The first hop of a route from `src_host` along `route`, and its carrier latency.
+  auto carrier_hop = [&](DeviceId src, const sg4::Host* src_host, DeviceId dst,
+                         const Route& route, double& carrier) -> sg4::Link* {
+    const double rtt = weigh_rtt ? sharing_rtt(route) : -1.0;
+    if (rtt < 0.0) {
+      carrier = kCarrierLatency;
+      return egress_of(src);
+    }
+    carrier = kCarrierLatency * rtt / rtt_reference;
+    return p.zone
+        ->create_link(fmt::format("rtt-weight{}:{}>{}", weight_links++, src_host->get_name(),
+                                  devices[dst].name),
+                      kCarrierBandwidth)
+        ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+        ->set_latency(carrier)
+        ->seal();
+  };
+
   auto table = std::make_shared<LatencyTable>();
   std::vector<sg4::LinkInRoute> hops;
   for (std::size_t k = 0; k < p.routes.size(); ++k) {
@@ -323,7 +369,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     const DeviceId src = pr.src;
     const DeviceId dst = pr.dst;
     hops.clear();
-    hops.emplace_back(egress_of(src));
+    double carrier = kCarrierLatency;
+    hops.emplace_back(carrier_hop(src, p.device_hosts[src], dst, pr.route, carrier));
     BytesPerSecond unused_bottleneck{0.0};
     if (spread.stages.empty()) {
       path_hops(pr.route, hops, pr.latency, pr.bottleneck);
@@ -355,11 +402,12 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
                       nullptr, nullptr, hops, /*symmetrical=*/false);
     table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{p.device_hosts[src],
                                                                  p.device_hosts[dst]},
-                   RouteLatency{src, dst, pr.latency.seconds(), tcp_rate});
+                   RouteLatency{src, dst, pr.latency.seconds(), tcp_rate, carrier});
     // Static routing with several QPs: QP q's sub-flow leaves from its alias host.
     for (std::size_t q = 1; q < pr.qp_sources.size(); ++q) {
       hops.clear();
-      hops.emplace_back(egress_of(src));
+      double qp_carrier = kCarrierLatency;
+      hops.emplace_back(carrier_hop(src, pr.qp_sources[q], dst, pr.qp_routes[q], qp_carrier));
       Seconds qp_latency{0.0};
       BytesPerSecond qp_bottleneck{std::numeric_limits<double>::infinity()};
       path_hops(pr.qp_routes[q], hops, qp_latency, qp_bottleneck);
@@ -369,7 +417,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
                         nullptr, nullptr, hops, /*symmetrical=*/false);
       table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{pr.qp_sources[q],
                                                                    p.device_hosts[dst]},
-                     RouteLatency{src, dst, qp_latency.seconds(), tcp_rate});
+                     RouteLatency{src, dst, qp_latency.seconds(), tcp_rate, qp_carrier});
     }
     p.route_index_.emplace(pair_key(src, dst), k);
   }
@@ -403,7 +451,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   }
   p.zone->seal();
 
-  // Scale each route's 1 s carrier latency to its real latency (see platform.hpp).
+  // Scale each route's carrier latency (1 s, or its RTT weight) to its real latency
+  // (see platform.hpp).
   auto model = options.latency_model;
   // TCP slow start (tcp_model.hpp), on top of whatever the model charges: a fresh connection's
   // round trips (RTT = 2 x route latency) before its window covers the route's bottleneck.
@@ -423,7 +472,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
                 ? tcp_slow_start_latency(*tcp, Bytes{size}, Seconds{2.0 * r.latency},
                                          BytesPerSecond{r.tcp_rate}).seconds()
                 : 0.0;
-        return (latency + slow_start) / kCarrierLatency;
+        return (latency + slow_start) / r.carrier;
       });
   return p;
 }

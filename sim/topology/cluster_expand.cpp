@@ -121,8 +121,10 @@ class ClusterBuilder {
       for (int s = 0; s < n.sockets; ++s) {
         cpus.push_back(device(p + fmt::format("cpu{}", s), DeviceKind::Cpu, i, n.origin));
         if (n.intra_shape == IntraShape::Switch) {
-          const DeviceId sw = device(p + fmt::format("pcie{}", s), DeviceKind::PcieSwitch, i,
-                                     n.intra.origin);
+          Device pcie_switch{p + fmt::format("pcie{}", s), DeviceKind::PcieSwitch, i,
+                             Seconds(0.0), n.intra.origin};
+          pcie_switch.p2p = n.pcie_p2p;  // false: GPU-to-GPU traffic turns at the CPU
+          const DeviceId sw = topo_.add_device(std::move(pcie_switch));
           link(sw, cpus.back(), n.intra, Fabric::Pcie);  // the switch's x16 uplink
           attach.push_back(sw);
         } else {

@@ -4,10 +4,21 @@
 // forward traffic (every kind but GPUs); a GPU's own distance is one relaxation over its
 // links. A route then walks from the source, taking at each device one of the links that
 // stays on a shortest path, chosen by a hash of (flow, device) — what per-hop ECMP does.
+//
+// PCIe switches without P2P (Device::p2p false). The only path they forbid is
+// [GPU, switch, GPU] (GPUs never forward, so a GPU before the switch is the source and a GPU
+// after it is the destination). Distances from forwarding devices are unaffected; only a
+// flow that entered such a switch from a GPU sees a different cost-to-dst there, and only when
+// dst hangs off that switch (otherwise the way on is upstream anyway). Those few costs —
+// min over the switch's non-GPU neighbours w of dist[w] + cost — are kept beside the distance
+// vector (`from_gpu`) and used for a GPU source's first hop and for the hop after it. The walk
+// G -> switch -> CPU -> switch -> G' that results is NCCL's copy through host memory: the
+// switch's uplink carries the data up and down.
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -48,6 +59,17 @@ struct ForwardingEdges {
   }
 };
 
+// Cost-to-dst of `v` for a flow that entered it from a GPU (see the header comment).
+std::uint64_t distance_from_gpu(const std::vector<std::uint64_t>& dist,
+                                const std::vector<std::pair<DeviceId, std::uint64_t>>& from_gpu,
+                                DeviceId v) {
+  for (const auto& [sw, d] : from_gpu)
+    if (sw == v) return d;
+  return dist[v];
+}
+
+bool is_no_p2p_switch(const Device& d) { return d.kind == DeviceKind::PcieSwitch && !d.p2p; }
+
 }  // namespace
 
 struct Router::Graph {
@@ -76,10 +98,10 @@ bool Router::may_forward(DeviceId id) const {
   return topology_->device(id).kind != DeviceKind::Gpu;
 }
 
-const std::vector<std::uint64_t>& Router::distances_to(DeviceId dst) const {
+const Router::CachedDistances& Router::cached_to(DeviceId dst) const {
   if (dst >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
   for (const auto& c : cache_)
-    if (c.dst == dst) return c.dist;
+    if (c.dst == dst) return c;
   if (cache_.size() < kCachedDestinations) {
     cache_.push_back(CachedDistances{dst, {}});
     cache_next_ = cache_.size() - 1;
@@ -103,6 +125,25 @@ const std::vector<std::uint64_t>& Router::distances_to(DeviceId dst) const {
             return (a == kUnreachable || b == kUnreachable) ? kUnreachable : a + b;
           }));
 
+  // PCIe switches without P2P next to a GPU dst: the cost for a flow from a GPU goes upstream.
+  auto& from_gpu = slot.from_gpu;
+  from_gpu.clear();
+  if (topology_->device(dst).kind == DeviceKind::Gpu) {
+    for (LinkId id : topology_->links_of(dst)) {
+      const DeviceId sw = links[id].other(dst);
+      if (!is_no_p2p_switch(topology_->device(sw))) continue;
+      std::uint64_t up = kUnreachable;
+      for (LinkId out : topology_->links_of(sw)) {
+        const DeviceId w = links[out].other(sw);
+        if (!may_forward(w) || dist[w] == kUnreachable) continue;
+        up = std::min(up, dist[w] + link_costs_[out]);
+      }
+      const bool listed = std::any_of(from_gpu.begin(), from_gpu.end(),
+                                      [&](const auto& e) { return e.first == sw; });
+      if (!listed) from_gpu.emplace_back(sw, up);  // parallel links: list the switch once
+    }
+  }
+
   // GPUs other than dst only originate traffic: one relaxation over their links.
   for (DeviceId g : topology_->gpus()) {
     if (g == dst) continue;
@@ -110,32 +151,40 @@ const std::vector<std::uint64_t>& Router::distances_to(DeviceId dst) const {
     for (LinkId id : topology_->links_of(g)) {
       const DeviceId v = links[id].other(g);
       if (v != dst && !may_forward(v)) continue;
-      if (dist[v] != kUnreachable) best = std::min(best, dist[v] + link_costs_[id]);
+      const std::uint64_t dv = distance_from_gpu(dist, from_gpu, v);
+      if (dv != kUnreachable) best = std::min(best, dv + link_costs_[id]);
     }
     dist[g] = best;
   }
-  return dist;
+  return slot;
 }
 
 namespace {
 
-// Links out of `u` that stay on a shortest path toward dst.
+// Links out of `u` that stay on a shortest path toward dst; `from_gpu_hop`: the flow entered
+// `u` from a GPU (the hop after a GPU source), which matters at a PCIe switch without P2P.
 template <typename Fn>
 void for_each_next_hop(const Topology& topology, const std::vector<std::uint64_t>& dist,
+                       const std::vector<std::pair<DeviceId, std::uint64_t>>& from_gpu,
                        const std::vector<std::uint64_t>& costs, DeviceId u, DeviceId dst,
-                       Fn&& fn) {
+                       bool from_gpu_hop, Fn&& fn) {
+  const bool u_is_gpu = topology.device(u).kind == DeviceKind::Gpu;
+  const bool no_turn = from_gpu_hop && is_no_p2p_switch(topology.device(u));
+  const std::uint64_t du = from_gpu_hop ? distance_from_gpu(dist, from_gpu, u) : dist[u];
   for (LinkId id : topology.links_of(u)) {
     const DeviceId v = topology.link(id).other(u);
-    if (v != dst && topology.device(v).kind == DeviceKind::Gpu) continue;
-    if (dist[v] == kUnreachable) continue;
-    if (dist[v] + costs[id] == dist[u]) fn(id, v);
+    if (topology.device(v).kind == DeviceKind::Gpu && (v != dst || no_turn)) continue;
+    const std::uint64_t dv = u_is_gpu ? distance_from_gpu(dist, from_gpu, v) : dist[v];
+    if (dv == kUnreachable) continue;
+    if (dv + costs[id] == du) fn(id, v);
   }
 }
 
 }  // namespace
 
 Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
-  const auto& dist = distances_to(dst);
+  const auto& cached = cached_to(dst);
+  const auto& dist = cached.dist;
   if (dist.at(src) == kUnreachable)
     throw std::logic_error("Router::route: " + topology_->device(src).name + " cannot reach " +
                            topology_->device(dst).name);
@@ -144,7 +193,8 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
   std::vector<std::pair<LinkId, DeviceId>> next;
   for (DeviceId u = src; u != dst;) {
     next.clear();
-    for_each_next_hop(*topology_, dist, link_costs_, u, dst,
+    const bool from_gpu_hop = r.devices.size() == 2 && !may_forward(src);
+    for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, u, dst, from_gpu_hop,
                       [&](LinkId id, DeviceId v) { next.emplace_back(id, v); });
     const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
     r.links.push_back(next[pick].first);
@@ -156,7 +206,8 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
 
 std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
                                              std::size_t limit) const {
-  const auto& dist = distances_to(dst);
+  const auto& cached = cached_to(dst);
+  const auto& dist = cached.dist;
   std::vector<Route> out;
   if (dist.at(src) == kUnreachable || limit == 0) return out;
   Route current;
@@ -168,7 +219,9 @@ std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
       out.push_back(current);
       return;
     }
-    for_each_next_hop(*topology_, dist, link_costs_, u, dst, [&](LinkId id, DeviceId v) {
+    const bool from_gpu_hop = current.devices.size() == 2 && !may_forward(src);
+    for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, u, dst, from_gpu_hop,
+                      [&](LinkId id, DeviceId v) {
       current.links.push_back(id);
       current.devices.push_back(v);
       self(self, v);
@@ -181,28 +234,36 @@ std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
 }
 
 std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
-  const auto& dist = distances_to(dst);
+  const auto& cached = cached_to(dst);
+  const auto& dist = cached.dist;
   if (dist.at(src) == kUnreachable) return 0;
   constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+  // memo holds counts for devices entered from a forwarding device; the hop after a GPU
+  // source is counted apart (its next hops may differ, see for_each_next_hop).
   std::vector<std::size_t> memo(topology_->devices().size(), kSaturated);
-  auto count = [&](auto&& self, DeviceId u) -> std::size_t {
+  auto count = [&](auto&& self, DeviceId u, bool from_gpu_hop) -> std::size_t {
     if (u == dst) return 1;
-    if (memo[u] != kSaturated) return memo[u];
+    if (!from_gpu_hop && memo[u] != kSaturated) return memo[u];
     std::size_t total = 0;
-    for_each_next_hop(*topology_, dist, link_costs_, u, dst, [&](LinkId, DeviceId v) {
-      const std::size_t c = self(self, v);
+    for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, u, dst, from_gpu_hop,
+                      [&](LinkId, DeviceId v) {
+      const std::size_t c = self(self, v, u == src && !may_forward(src));
       total = (total > kSaturated - c) ? kSaturated - 1 : total + c;
     });
-    return memo[u] = total;
+    if (!from_gpu_hop) memo[u] = total;
+    return total;
   };
-  return count(count, src);
+  return count(count, src, false);
 }
 
-std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId dst) const {
-  const auto& dist = distances_to(dst);
+std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId dst,
+                                                           std::optional<DeviceId> from) const {
+  const auto& cached = cached_to(dst);
+  const auto& dist = cached.dist;
   std::vector<std::pair<LinkId, DeviceId>> out;
   if (at == dst || dist.at(at) == kUnreachable) return out;
-  for_each_next_hop(*topology_, dist, link_costs_, at, dst,
+  const bool from_gpu_hop = from && !may_forward(*from);
+  for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, at, dst, from_gpu_hop,
                     [&](LinkId id, DeviceId v) { out.emplace_back(id, v); });
   return out;
 }

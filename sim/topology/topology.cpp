@@ -4,6 +4,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -126,6 +127,21 @@ void Topology::validate() const {
   for (const Device& d : devices_) {
     if (!(d.latency.seconds() >= 0.0) || !std::isfinite(d.latency.seconds()))
       throw ConfigError(d.origin, fmt::format("device {}: latency must not be negative", d.name));
+  }
+  // p2p: false sends GPU traffic up to the CPU and back, so the switch needs an upstream link.
+  for (DeviceId id = 0; id < devices_.size(); ++id) {
+    const Device& d = devices_[id];
+    if (d.p2p) continue;
+    if (d.kind != DeviceKind::PcieSwitch)
+      throw ConfigError(d.origin, fmt::format("device {}: p2p applies to PCIe switches only, "
+                                              "not to a {}", d.name, to_string(d.kind)));
+    const bool upstream = std::any_of(adjacency_[id].begin(), adjacency_[id].end(), [&](LinkId l) {
+      return devices_[links_[l].other(id)].kind != DeviceKind::Gpu;
+    });
+    if (!upstream)
+      throw ConfigError(d.origin, fmt::format("device {}: a PCIe switch with p2p: false needs a "
+                                              "link to a CPU or another switch (GPUs under it "
+                                              "exchange data through host memory)", d.name));
   }
 
   // Every GPU must reach every other GPU through devices that forward (GPUs do not). A pair
