@@ -12,7 +12,8 @@
 //          latencies plus its pipeline fill (fill bytes / route bottleneck). Exact for rings on
 //          symmetric fabrics, orders of magnitude fewer events;
 //   auto — step while the plan has at most kAutoStepTransfers transfers and transfers ×
-//          distinct rank pairs stays under kAutoStepWork (the solver's cost), flow beyond.
+//          distinct connections (rank pair, channel) stays under kAutoStepWork (the
+//          solver's cost), flow beyond.
 // Simulation runs no actors: transfers are SimGrid activities started from completion
 // callbacks, and each is released as soon as it completes (memory follows concurrent flows).
 #pragma once

@@ -113,13 +113,8 @@ class TrialRunner {
  private:
   Trial trial_of(const sweep::WorkerResult& w) const {
     Trial t;
-    if (w.timed_out) {
-      t.error = fmt::format("timed out after {} (raise --timeout)",
-                            format_time(Seconds(static_cast<double>(limit_.count()) / 1000.0)));
-    } else if (w.signal != 0) {
-      t.error = fmt::format("killed by signal {}", w.signal);
-    } else if (w.exit_code != 0) {
-      t.error = w.err.empty() ? fmt::format("exit code {}", w.exit_code) : first_line(w.err);
+    if (const auto failure = sweep::worker_failure(w, limit_)) {
+      t.error = first_line(*failure);  // `run` reports bad input on one line
     } else {
       const auto j = nlohmann::json::parse(w.out, nullptr, /*allow_exceptions=*/false);
       try {
@@ -233,8 +228,12 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
   std::vector<AdviceVariant> variants = plan_advice_variants(b);
   const std::size_t fixed = variants.size();
   const std::vector<int> counts = scaling_node_counts(b, o.max_nodes);
+  std::vector<int> variant_nodes;  // the server count of variants[fixed + i]
   for (int n : counts)
-    if (n != b.nodes) variants.push_back(nodes_variant(b, n));
+    if (n != b.nodes) {
+      variants.push_back(nodes_variant(b, n));
+      variant_nodes.push_back(n);
+    }
   const std::size_t nodes_end = variants.size();
   std::vector<std::uint32_t> acc_ladder;
   std::vector<double> topk;
@@ -261,9 +260,7 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
   std::vector<ScalingPoint> curve;
   if (!counts.empty()) curve.push_back({b.nodes, a.baseline});
   for (std::size_t i = fixed; i < nodes_end; ++i)
-    if (trials[i].outcome)
-      curve.push_back({std::stoi(variants[i].sets[0].substr(variants[i].sets[0].find('=') + 1)),
-                       *trials[i].outcome});
+    if (trials[i].outcome) curve.push_back({variant_nodes[i - fixed], *trials[i].outcome});
   a.scaling = summarize_scaling(std::move(curve));
 
   // Accumulation: the first power of two that meets the rule, then bisect down to the

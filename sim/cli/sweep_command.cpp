@@ -171,21 +171,9 @@ class Progress {
 // The record of a finished worker.
 Json record_of_worker(const SweepPoint& p, const sweep::WorkerResult& w,
                              std::chrono::milliseconds limit) {
-  std::string err = w.err;
-  while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
-  constexpr std::size_t kMaxError = 4000;
-  if (err.size() > kMaxError) err = err.substr(0, kMaxError) + " …";
-  std::string error;
+  std::string error = sweep::worker_failure(w, limit).value_or("");
   Json metrics = nullptr;
-  if (w.timed_out) {
-    error = fmt::format("timed out after {} (killed; raise --timeout)",
-                        format_time(Seconds(static_cast<double>(limit.count()) / 1000.0)));
-  } else if (w.signal != 0) {
-    error = fmt::format("killed by signal {} ({}){}", w.signal, ::strsignal(w.signal),
-                        err.empty() ? "" : ": " + err);
-  } else if (w.exit_code != 0) {
-    error = err.empty() ? fmt::format("exit code {}", w.exit_code) : err;
-  } else {
+  if (error.empty()) {
     metrics = Json::parse(w.out, nullptr, /*allow_exceptions=*/false);
     if (!metrics.is_object()) {
       metrics = nullptr;

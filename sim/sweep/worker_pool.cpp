@@ -4,10 +4,13 @@
 // calls run in the child between fork and exec.
 #include "worker_pool.hpp"
 
+#include <fmt/format.h>
+
 #include "gradsync/config_error.hpp"
 #include "gradsync/units.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -73,6 +76,21 @@ std::chrono::milliseconds parse_worker_limit(const std::string& text) {
   } catch (const UnitError& e) {
     throw ConfigError(SourceMark{"--timeout " + text, 0, 0}, e.what());
   }
+}
+
+std::optional<std::string> worker_failure(const WorkerResult& w, std::chrono::milliseconds limit) {
+  std::string err = w.err;
+  while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
+  constexpr std::size_t kMaxError = 4000;
+  if (err.size() > kMaxError) err = err.substr(0, kMaxError) + " …";
+  if (w.timed_out)
+    return fmt::format("timed out after {} (killed; raise --timeout)",
+                       format_time(Seconds(static_cast<double>(limit.count()) / 1000.0)));
+  if (w.signal != 0)
+    return fmt::format("killed by signal {} ({}){}", w.signal, ::strsignal(w.signal),
+                       err.empty() ? "" : ": " + err);
+  if (w.exit_code != 0) return err.empty() ? fmt::format("exit code {}", w.exit_code) : err;
+  return std::nullopt;
 }
 
 WorkerPool::WorkerPool(std::string program, std::chrono::milliseconds limit)

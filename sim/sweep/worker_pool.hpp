@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct WorkerResult {
 // A --timeout value ("600s", "10min") as a wall-time limit per worker, 1 ms to 7 days;
 // ConfigError at "--timeout TEXT" otherwise.
 [[nodiscard]] std::chrono::milliseconds parse_worker_limit(const std::string& text);
+
+// Why a finished worker failed: killed after the time limit `limit`, killed by a signal, or a
+// non-zero exit (its stderr, trailing space trimmed and cut at 4000 characters); nothing when
+// it exited 0. Sweep records and advise lines use the same words.
+[[nodiscard]] std::optional<std::string> worker_failure(const WorkerResult& w,
+                                                        std::chrono::milliseconds limit);
 
 class WorkerPool {
  public:
