@@ -9,8 +9,9 @@ Cases (argv[1]):
                 accumulation found must be the smallest meeting the 30 % rule (checked at K
                 and K-1 with `run`); the scaling curve must say one server beats two.
   forced-ring   The same servers on 10 GbE with sync.algorithm=ring forced: going back to
-                auto (hierarchical across the NIC) is known to be better and must show a
-                positive gain, ranked above turning overlap off (known worse).
+                auto (NCCL's tree across the NIC: 2 network steps instead of the ring's 2(n-1)
+                per byte stream) is known to be better and must show a positive gain (> 3 %),
+                ranked above turning overlap off (known worse).
   cost          dgx-h100-4node-ib with cost: --rank cost puts the lowest cost per sample first.
   errors        bad inputs exit 2 with one line.
 Environment: GRADSYNC (the binary), SCENARIOS (the scenarios folder).
@@ -113,8 +114,8 @@ def case_forced_ring():
     vs = common_checks(doc, RESNET, sets)
     auto = index_of(vs, lambda v: v["sets"] == ["sync.algorithm=auto"])
     off = index_of(vs, lambda v: v["sets"] == ["sync.overlap=none"])
-    check(auto is not None and vs[auto]["gain"] > 0.10,
-          f"ring -> auto gains {vs[auto]['gain'] * 100:.0f} % (> 10 %)" if auto is not None
+    check(auto is not None and vs[auto]["gain"] > 0.03,
+          f"ring -> auto gains {vs[auto]['gain'] * 100:.1f} % (> 3 %)" if auto is not None
           else "ring -> auto proposed")
     check(auto is not None and off is not None and auto < off, "ring -> auto ranks above overlap off")
     check(off is not None and vs[off]["gain"] < 0, "turning overlap off loses samples/s")

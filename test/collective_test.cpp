@@ -572,6 +572,30 @@ TEST_CASE("check_plan accepts concurrent reductions into one chunk") {
   REQUIRE_PLAN_OK(p);
 }
 
+TEST_CASE("check_plan: reductions after a copy need the copy, not each other") {
+  // Rank 3 (no data) receives rank 0's copy, then ranks 1 and 2 reduce into it concurrently,
+  // each after the copy (NVLSTree: the children's partial sums into a parent that has just
+  // received its server's sum); then rank 3 hands the total back.
+  const auto plan = [](bool second_after_copy) {
+    Plan p;
+    p.op = CollectiveOp::AllReduce;
+    p.ranks = 4;
+    p.contributors = 3;
+    p.total_bytes = 1_KiB;
+    p.chunk_bytes = {1_KiB};
+    const TransferId copy = p.add(0, 3, 0, TransferKind::Copy, {});
+    const TransferId r1 = p.add(1, 3, 0, TransferKind::Reduce, {copy});
+    const TransferId r2 =
+        p.add(2, 3, 0, TransferKind::Reduce, {second_after_copy ? copy : kNoTransfer});
+    for (std::uint32_t r = 0; r < 3; ++r) p.add(3, r, 0, TransferKind::Copy, {r1, r2});
+    return p;
+  };
+  REQUIRE_PLAN_OK(plan(true));
+  const PlanCheck bad = check_plan(plan(false));
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.problem.find("race") != std::string::npos);
+}
+
 TEST_CASE("check_plan rejects a contribution reduced twice") {
   Plan plan = plan_ring_reduce_scatter(3, 3_KiB);
   REQUIRE_PLAN_OK(plan);
@@ -936,6 +960,83 @@ TEST_CASE("nvls: the NVSwitch reduces, each GPU sends and receives S once, pipel
   CHECK(algorithm_from_string("nvls") == Algorithm::Nvls);
   CHECK_THROWS_AS((void)plan_nvls_allreduce(0, Bytes(8.0)), std::invalid_argument);
   CHECK_THROWS_AS((void)plan_nvls_allreduce(4, Bytes(8.0), {.pipeline = 0}), std::invalid_argument);
+}
+
+TEST_CASE("nvlstree: switches reduce in each server, shards cross servers on two trees") {
+  for (const std::uint32_t nodes : {1U, 2U, 3U, 4U, 5U, 8U}) {
+    for (const std::uint32_t ppn : {1U, 2U, 4U, 8U}) {
+      for (const std::uint32_t p : {1U, 2U, 5U}) {
+        CAPTURE(nodes);
+        CAPTURE(ppn);
+        CAPTURE(p);
+        const std::uint32_t g = nodes * ppn;
+        const Bytes s{1000.0 * ppn * p + 5};
+        const Plan plan = plan_nvls_tree_allreduce(g, s, {.ranks_per_node = ppn, .pipeline = p});
+        REQUIRE_PLAN_OK(plan);
+        CHECK(plan.algorithm == Algorithm::NvlsTree);
+        CHECK(plan.ranks == g + nodes);
+        CHECK(plan.contributors == g);
+        CHECK(plan.chunks() == std::size_t{p} * ppn);
+        std::uint32_t height = 0;
+        while ((1U << height) < nodes) ++height;
+        CHECK(plan.steps == 4 + 2 * height);
+        // Every GPU pushes S into its switch and receives S back (its shard from the switch or
+        // the tree, the other shards by multicast); only shards cross servers.
+        const auto sent = plan.bytes_sent_per_rank();
+        const auto received = plan.bytes_received_per_rank();
+        std::vector<double> to_switch(g, 0.0), network_out(g, 0.0), network_in(g, 0.0);
+        for (const Transfer& t : plan.transfers) {
+          if (t.dst >= g && t.src < g) {
+            CHECK(t.dst == g + t.src / ppn);  // a GPU talks only to its own server's switch
+            to_switch[t.src] += plan.bytes_of(t).bytes();
+          }
+          if (t.src < g && t.dst < g) {
+            CHECK(t.src % ppn == t.dst % ppn);  // tree traffic stays on one rail
+            CHECK(t.src / ppn != t.dst / ppn);
+            network_out[t.src] += plan.bytes_of(t).bytes();
+            network_in[t.dst] += plan.bytes_of(t).bytes();
+          }
+        }
+        double shards_out = 0.0;
+        for (std::uint32_t i = 0; i < g; ++i) {
+          // S of pushes plus the stores of its own shards (S/ppn in all).
+          double own = 0.0;
+          for (std::size_t c = 0; c < plan.chunks(); ++c)
+            if (c % ppn == i % ppn) own += plan.chunk_bytes[c].bytes();
+          CHECK(to_switch[i] == doctest::Approx(s.bytes() + own));
+          CHECK(received[i].bytes() == doctest::Approx(s.bytes() + network_in[i]));
+          CHECK(sent[i].bytes() == doctest::Approx(to_switch[i] + network_out[i]));
+          shards_out += network_out[i];
+        }
+        // Each shard goes up and comes down once per non-root server: 2(N-1)·S in all.
+        CHECK(shards_out == doctest::Approx(2.0 * (nodes - 1) * s.bytes()));
+        // Pushes stream behind the previous push on the port (dep1), no data dependency.
+        for (const Transfer& t : plan.transfers)
+          if (t.dst >= g && t.kind == TransferKind::Reduce && t.chunk >= ppn) {
+            CHECK(t.dep0 == kNoTransfer);
+            REQUIRE(t.dep1 != kNoTransfer);
+            CHECK(plan.transfers[t.dep1].src == t.src);
+          }
+      }
+    }
+  }
+  CHECK(to_string(Algorithm::NvlsTree) == "nvlstree");
+  CHECK(algorithm_from_string("nvlstree") == Algorithm::NvlsTree);
+  CHECK_THROWS_AS((void)plan_nvls_tree_allreduce(0, Bytes(8.0)), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_nvls_tree_allreduce(6, Bytes(8.0), {.ranks_per_node = 4}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_nvls_tree_allreduce(8, Bytes(8.0), {.ranks_per_node = 4, .pipeline = 0}),
+                  std::invalid_argument);
+  CollectiveRequest r;
+  r.algorithm = Algorithm::NvlsTree;
+  r.ranks = 16;
+  r.ranks_per_node = 8;
+  r.bytes = Bytes(64.0 * 1048576.0);
+  const Plan plan = plan_collective(r);
+  CHECK(plan.ranks == 18);
+  CHECK(plan.chunks() == 64 * 8);  // one step per MiB, at most 64, 8 shards each
+  r.op = CollectiveOp::Broadcast;
+  CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
 }
 
 TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch is rank n") {

@@ -379,6 +379,42 @@ TEST_CASE("bus bandwidth estimate from a topology") {
   CHECK(nccl_intra_class(pcie) == LinkClass::Pci);
 }
 
+TEST_CASE("nccl_cost NVLSTree: 25 us NVLink hop over four legs, 20.9 us per tree level each way") {
+  const BytesPerSecond bus(42e9);
+  for (const std::uint32_t nodes : {2U, 4U, 5U, 16U}) {
+    CAPTURE(nodes);
+    const std::uint32_t ranks = 8 * nodes + nodes;  // GPUs and one NVSwitch rank per server
+    const NcclStepCost c = nccl_cost(Algorithm::NvlsTree, CollectiveOp::AllReduce, ranks, nodes,
+                                     LinkClass::NvLink, Bytes(1073741824.0), bus);
+    const std::uint32_t levels = nodes >= 16 ? 4 : nodes >= 4 ? 2 : 1;  // log2i
+    CHECK(c.protocol == NcclProtocol::Simple);
+    CHECK(c.base.seconds() == 0.0);
+    CHECK(c.per_step_intra.seconds() == doctest::Approx(6.25e-6));
+    CHECK(c.per_step_inter.seconds() == doctest::Approx(20.9e-6));
+    CHECK(c.inter_steps == 2 * levels);
+    CHECK(c.steps == 4 + 2 * levels);
+    CHECK(c.latency.seconds() == doctest::Approx((25.0 + 2 * levels * 20.9) * 1e-6));
+    // NVLS's factor on the NVLink legs only; the tree between servers is plain network sends.
+    CHECK(c.bandwidth_factor == doctest::Approx(kNvlsBandwidthFactor));
+    CHECK(c.bandwidth_factor_net == 1.0);
+  }
+  CHECK(nccl_hw_latency(LinkClass::Net, Algorithm::NvlsTree, NcclProtocol::Simple).seconds() ==
+        doctest::Approx(20.9e-6));
+  CHECK(nccl_hw_latency(LinkClass::NvLink, Algorithm::NvlsTree, NcclProtocol::Simple).seconds() ==
+        doctest::Approx(25e-6));
+  // Other algorithms scale every leg alike.
+  const NcclStepCost ring = nccl_cost(Algorithm::Ring, CollectiveOp::AllReduce, 16, 2,
+                                      LinkClass::NvLink, Bytes(8.0), bus);
+  CHECK(ring.bandwidth_factor_net == ring.bandwidth_factor);
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::NvlsTree, NcclProtocol::LL128,
+                                  CollectiveOp::AllReduce, 18, 2, LinkClass::NvLink, Bytes(8.0),
+                                  bus),
+                  std::invalid_argument);
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::NvlsTree, CollectiveOp::AllReduce, 18, 2,
+                                  LinkClass::Pci, Bytes(8.0), bus),
+                  std::invalid_argument);
+}
+
 TEST_CASE("nccl_cost NVLS: base 0, 25 us NVLink hop split over push and pull, Simple only") {
   const BytesPerSecond bus(360e9);
   const NcclStepCost c = nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 9, 1,

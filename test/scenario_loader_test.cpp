@@ -286,6 +286,12 @@ TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spe
   // NVLS needs one NVSwitch domain of NVLink4 or later: not PCIe GPUs.
   check_error_at(error_of(kBase + "sync: {algorithm: nvls}\n"), 11, 19,
                  "nvls cannot run on these GPUs");
+  // NVLSTree needs two servers or more, each with its own NVSwitch: one PCIe server has none.
+  check_error_at(error_of(kBase + "sync: {algorithm: nvlstree}\n"), 11, 19,
+                 "nvlstree cannot run on these GPUs");
+  std::string one_h100 = kBase + "sync: {algorithm: nvlstree}\n";
+  one_h100.replace(one_h100.find("pcie-4gpu.yaml"), 14, "dgx-h100.yaml");
+  check_error_at(error_of(one_h100), 11, 19, "one server: use nvls");
   std::string params = kBase;
   params.replace(params.find("25e6"), 4, "1e14");
   check_error_at(error_of(params), 4, 11, "below 1e13");

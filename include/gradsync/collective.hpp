@@ -27,7 +27,7 @@
 namespace gradsync {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
-enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls };
+enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree };
 
 [[nodiscard]] std::string_view to_string(CollectiveOp op);
 [[nodiscard]] std::string_view to_string(Algorithm algorithm);
@@ -102,6 +102,13 @@ struct Plan {
                  std::initializer_list<TransferId> deps, std::uint8_t channel = 0);
   TransferId add(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk, TransferKind kind,
                  std::span<const TransferId> deps, std::uint8_t channel = 0);
+  // Appends a transfer that streams behind `previous`, the last message on the same connection
+  // (dep1: the engine hides the latency of a transfer that its dep1 released), and depends on
+  // every transfer in `data` (dep0 = the first, the rest in a new extra_deps set). kNoTransfer
+  // entries are ignored; dep1 stays empty when `previous` is kNoTransfer.
+  TransferId add_streamed(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
+                          TransferKind kind, std::span<const TransferId> data,
+                          TransferId previous, std::uint8_t channel = 0);
   // Stores a dependency set once, for add_after_set() to share among many transfers.
   std::uint32_t add_dep_set(std::vector<TransferId> deps);
   // Appends a transfer depending on every transfer of set `dep_set`.
@@ -261,6 +268,23 @@ struct NvlsOptions {
 [[nodiscard]] Plan plan_nvls_allreduce(std::uint32_t workers, Bytes bytes,
                                        const NvlsOptions& options = {});
 
+struct NvlsTreeOptions {
+  std::uint32_t ranks_per_node = 1;  // GPUs per server (one NVSwitch each); divides the GPUs
+  std::uint32_t pipeline = 1;        // pipeline steps (≥ 1), each cut into one shard per GPU
+};
+// NVLSTree AllReduce over several NVSwitch servers (NCCL_ALGO_NVLS_TREE, NCCL's default for
+// large messages on multi-node Hopper and later): in each server the NVSwitch reduces every
+// GPU's data and hands shard l to local GPU l; GPU l all-reduces its shard with GPU l of the
+// other servers along NCCL's double binary tree of servers (shard (c, l) on tree (c+l) mod 2);
+// then GPU l stores the result into the switch, which multicasts it to the server's other GPUs.
+// Ranks: GPUs 0..G-1 node-major, then server a's NVSwitch is rank G + a (the caller maps them:
+// nvls_tree_devices() in engine.hpp). contributors = G, channels = 2 (the trees), one phase
+// (everything streams), steps = 4 + 2·ceil(log2 servers). Per GPU port: S + S/ppn out, S in
+// (ring: 2(n-1)/n·S); per NIC: the tree traffic of the GPU's shard, S/ppn each way on 2
+// servers. Time ≈ max(S/B_port, S/(ppn·B_nic)) for large P on 2 servers.
+[[nodiscard]] Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes,
+                                            const NvlsTreeOptions& options = {});
+
 // Splits `total` into `parts` pieces of floor(total/parts) bytes, the last one taking the
 // remainder, so whole-byte sizes stay whole and the pieces add up to `total` exactly.
 [[nodiscard]] std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts);
@@ -282,7 +306,10 @@ struct CollectiveRequest {
   std::uint32_t root = 0;            // broadcast / reduce
   ParameterServerOptions ps;         // ps: dedicated servers are the last ps.servers ranks
                                      // nvls: `ranks` GPUs; the plan adds rank `ranks`, the
-                                     // NVSwitch (pipeline 0 = one chunk per 256 KiB, 1..256)
+                                     // NVSwitch (pipeline 0 = one chunk per 256 KiB, 1..256);
+                                     // nvlstree: `ranks` GPUs, ranks_per_node per server, the
+                                     // plan adds one NVSwitch rank per server (pipeline 0 =
+                                     // one step per MiB, 2..64)
 };
 
 [[nodiscard]] std::optional<CollectiveOp> collective_op_from_string(std::string_view text);

@@ -57,6 +57,13 @@ struct PlacementOptions {
 // below kNvlsMinNvlinkRate (the stand-in for "Hopper or later": A100/V100 have no NVLS).
 inline constexpr double kNvlsMinNvlinkRate = 450e9;  // B/s per GPU per direction (NVLink4)
 [[nodiscard]] DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus);
+// The devices of an NVLSTree plan (plan_nvls_tree_allreduce) over these node-major GPUs,
+// `ranks_per_node` per server: the GPUs, then each server's NVSwitch (nvls_switch() of its
+// block). Throws ConfigError when the GPUs sit in one NVLink domain (use NVLS), when they do
+// not fill whole servers node-major, or when a server's block cannot run NVLS.
+[[nodiscard]] std::vector<DeviceId> nvls_tree_devices(const Topology& topology,
+                                                      const std::vector<DeviceId>& gpus,
+                                                      std::uint32_t ranks_per_node);
 
 // Ranks per server of a node-major placement: how many leading ranks share rank 0's server,
 // when every block of that many ranks is one server; 1 otherwise.

@@ -84,7 +84,8 @@ struct NcclOptions {
 inline constexpr double kNvlsBandwidthFactor = 0.76;
 
 // NCCL's raw tables (2.30.7), for Ring and Tree (and NVLS: base 0, NVLink hop 25 µs, NET hop
-// 18 µs, Simple only; other protocols or PCI give 0). Hierarchical and ParameterServer have no NCCL
+// 18 µs; NVLSTree: base 0, NVLink 25 µs, NET 20.9 µs; both Simple only, other protocols or PCI
+// give 0). Hierarchical and ParameterServer have no NCCL
 // counterpart and use the Ring row (both are built from ring/point-to-point sends).
 [[nodiscard]] Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol);
 [[nodiscard]] Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protocol);
@@ -107,6 +108,9 @@ struct NcclStepCost {
   // NCCL's model divided by the bus bandwidth estimate given (Ring Simple = 1; Tree includes
   // NCCL's 0.92 and its size-dependent treeCorrectionFactor).
   double bandwidth_factor = 1.0;
+  // The same for transfers whose route crosses the network; equal to bandwidth_factor except
+  // for NVLSTree, whose NVLS legs (NVLink) and tree legs (network) differ.
+  double bandwidth_factor_net = 1.0;
   std::uint32_t steps = 0;        // steps in NCCL's latency formula
   std::uint32_t inter_steps = 0;  // of which over the network
   // NCCL's latency term: base + (steps − inter_steps)·per_step_intra + inter_steps·per_step_inter.
@@ -125,7 +129,11 @@ struct NcclStepCost {
 // Tree supports AllReduce only (as NCCL). Nvls: AllReduce, Simple, NvLink, one node (else
 // invalid_argument); base 0, per_step_intra = 12.5 µs per leg (push, pull: NCCL's 25 µs NVLink
 // hop split over the two), steps 2, bandwidth_factor kNvlsBandwidthFactor, predicted = 25 µs +
-// S / (bus · kNvlsBandwidthFactor). Hierarchical and ParameterServer get Ring's constants
+// S / (bus · kNvlsBandwidthFactor). NvlsTree: AllReduce, Simple, NvLink; base 0, per_step_intra
+// 6.25 µs (four NVLink legs share NCCL's 25 µs hop), per_step_inter 20.9 µs, steps 4 + 2·log2i
+// (nodes), bandwidth_factor kNvlsBandwidthFactor on NVLink legs and 1 on network legs
+// (bandwidth_factor_net), predicted = 25 + 2·log2i(nodes)·20.9 µs + S / (bus ·
+// kNvlsBandwidthFactor). Hierarchical and ParameterServer get Ring's constants
 // and bandwidths with their own step counts (hierarchical 2(ppn−1) + 2(nodes−1), of which
 // 2(nodes−1) across nodes; ps 2); their `predicted` is only indicative. One rank costs nothing.
 // Throws std::invalid_argument on impossible input. Allocation-free, a few dozen flops: call it

@@ -69,8 +69,9 @@ enum class SyncStrategy {
   ParameterServer,       // push gradients to k servers, pull parameters back (synchronous)
   AsyncParameterServer,  // push, and start the next step without waiting for the pull
 };
-// AllReduce only. Nvls: NVLink SHARP, the NVSwitch reduces (one NVSwitch domain, Hopper or later).
-enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical, Nvls };
+// AllReduce only. Nvls: NVLink SHARP, the NVSwitch reduces (one NVSwitch domain, Hopper or later);
+// NvlsTree: NVLS in every server and trees of servers between them (NCCL's NVLSTree).
+enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical, Nvls, NvlsTree };
 enum class Overlap {
   None,       // every collective starts after backward has finished
   Bucketed,   // DDP: a bucket's collective starts when its last gradient is ready
@@ -84,6 +85,8 @@ enum class CompressionMethod { None, Int8, Fp8, Int4, TopK };
 [[nodiscard]] std::string_view to_string(CompressionMethod method);
 [[nodiscard]] std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text);
 [[nodiscard]] std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text);
+// Every spelling sync_algorithm_from_string() accepts, in a fixed order (for error messages).
+[[nodiscard]] std::vector<std::string> sync_algorithm_names();
 [[nodiscard]] std::optional<Overlap> overlap_from_string(std::string_view text);
 [[nodiscard]] std::optional<CompressionMethod> compression_method_from_string(
     std::string_view text);

@@ -4,7 +4,8 @@
 // time, algbw, busbw), so the rows can sit beside a real all_reduce_perf run. `--algo auto`
 // simulates every algorithm that applies and keeps the fastest, as a tuner would, and says
 // which it picked in the last column. `--algo nvls` (NVLink SHARP) adds the ranks' NVSwitch as
-// the plan's in-fabric reducer (nvls_switch()); auto includes it when one exists.
+// the plan's in-fabric reducer (nvls_switch()), `--algo nvlstree` each server's NVSwitch
+// (nvls_tree_devices()); auto includes the one that applies.
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,32 +95,45 @@ void run_bench(const BenchOptions& o) {
     candidates.push_back(Algorithm::Ring);
     if (*op == CollectiveOp::AllReduce) {
       candidates.push_back(Algorithm::Tree);
-      if (ppn > 1 && n / ppn > 1) candidates.push_back(Algorithm::Hierarchical);
+      // Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS, NVLSTree):
+      // NCCL has no 2-D hierarchical AllReduce, which stays an explicit what-if there.
+      if (ppn > 1 && n / ppn > 1 && topo.software() != SoftwareModel::Nccl)
+        candidates.push_back(Algorithm::Hierarchical);
     }
   } else {
     candidates.push_back(*algorithm_from_string(o.algo));
   }
-  // NVLS: the NVSwitch of the ranks' NVLink domain plays the plan's extra rank. An explicit
-  // --algo nvls reports why it cannot run; auto tries it only where it can (AllReduce, one
-  // NVSwitch shared by every rank, NCCL's software model, which carries NVLS's bandwidth).
-  std::vector<DeviceId> nvls_devices;
-  if (o.algo == "nvls") {
-    if (*op != CollectiveOp::AllReduce)
-      throw ConfigError(cli_mark("--algo"), o.op + " has no nvls algorithm in gradsync");
-    nvls_devices = ranks;
-    nvls_devices.push_back(nvls_switch(topo, ranks));
-  } else if (o.algo == "auto" && *op == CollectiveOp::AllReduce &&
-             topo.software() == SoftwareModel::Nccl && n > 1) {
-    try {
-      nvls_devices = ranks;
-      nvls_devices.push_back(nvls_switch(topo, ranks));
-      candidates.push_back(Algorithm::Nvls);
-    } catch (const ConfigError&) {
-      nvls_devices.clear();
+  // NVLS: the NVSwitch of the ranks' NVLink domain plays the plan's extra rank; NVLSTree: one
+  // NVSwitch per server. An explicit --algo nvls / nvlstree reports why it cannot run; auto
+  // tries them only where they can (AllReduce, NVSwitches of NVLink4 or later, NCCL's software
+  // model, which carries NVLS's bandwidth): NVLS in one server, NVLSTree across servers.
+  std::map<Algorithm, std::vector<DeviceId>> switch_devices;
+  const auto with_switches = [&](Algorithm a) {
+    if (a == Algorithm::Nvls) {
+      std::vector<DeviceId> d = ranks;
+      d.push_back(nvls_switch(topo, ranks));
+      return d;
+    }
+    return nvls_tree_devices(topo, ranks, ppn);
+  };
+  for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree}) {
+    if (o.algo == to_string(a)) {
+      if (*op != CollectiveOp::AllReduce)
+        throw ConfigError(cli_mark("--algo"), o.op + " has no " + o.algo + " algorithm in gradsync");
+      switch_devices[a] = with_switches(a);
+    } else if (o.algo == "auto" && *op == CollectiveOp::AllReduce &&
+               topo.software() == SoftwareModel::Nccl && n > 1 &&
+               (a == Algorithm::Nvls) == (n == ppn)) {
+      try {
+        switch_devices[a] = with_switches(a);
+        candidates.push_back(a);
+      } catch (const ConfigError&) {
+      }
     }
   }
   auto devices_for = [&](Algorithm a) -> const std::vector<DeviceId>& {
-    return a == Algorithm::Nvls ? nvls_devices : ranks;
+    const auto it = switch_devices.find(a);
+    return it != switch_devices.end() ? it->second : ranks;
   };
 
   CollectiveRequest base;
@@ -240,9 +254,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--op", opts->op, "allreduce | reducescatter | allgather | broadcast | reduce")
       ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
   cmd->add_option("--algo", opts->algo,
-                  "ring | tree | hierarchical | ps | nvls | auto (nvls: NVLink SHARP, one "
-                  "NVSwitch domain; auto includes it where available)")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "auto"}));
+                  "ring | tree | hierarchical | ps | nvls | nvlstree | auto (nvls: NVLink "
+                  "SHARP in one NVSwitch domain; nvlstree: NVLS in each server, trees across "
+                  "servers; auto includes them where available)")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "nvlstree", "auto"}));
   cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
   cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
   cmd->add_option("--factor,-f", opts->factor, "size multiplier between rows (default 2)");

@@ -28,6 +28,7 @@ std::string_view to_string(Algorithm algorithm) {
     case Algorithm::Hierarchical: return "hierarchical";
     case Algorithm::ParameterServer: return "ps";
     case Algorithm::Nvls: return "nvls";
+    case Algorithm::NvlsTree: return "nvlstree";
   }
   return "?";
 }
@@ -72,6 +73,23 @@ TransferId Plan::add(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
                      std::uint8_t channel) {
   return add(src, dst, chunk, kind, std::span<const TransferId>(deps.begin(), deps.size()),
              channel);
+}
+
+TransferId Plan::add_streamed(std::uint32_t src, std::uint32_t dst, std::uint32_t chunk,
+                              TransferKind kind, std::span<const TransferId> data,
+                              TransferId previous, std::uint8_t channel) {
+  const TransferId id = add(src, dst, chunk, kind, data, channel);
+  Transfer& t = transfers[id];
+  // add() filled dep0, dep1, extra from `data`; move its dep1 to the extra set, put `previous`.
+  if (t.dep1 != kNoTransfer) {
+    if (t.extra_deps == kNoDepSet) {
+      t.extra_deps = add_dep_set({t.dep1});
+    } else {
+      extra_deps[t.extra_deps].push_back(t.dep1);
+    }
+  }
+  t.dep1 = previous;
+  return id;
 }
 
 std::uint32_t Plan::add_dep_set(std::vector<TransferId> deps) {

@@ -130,8 +130,12 @@ class Checker {
       const bool new_run = !dst.reads.empty() || dst.writes.empty();
       const std::vector<TransferId>& before = dst.reads.empty() ? dst.prev_reads : dst.reads;
       for (const TransferId r : before) required.push_back({r, Need::WriteAfterRead});
+      // A Copy must follow every write of the run; a Reduce only the run's Copies (Reduces
+      // commute, and every write after a Copy in the run was already ordered after it).
       if (!new_run && (t.kind == TransferKind::Copy || dst.run_has_copy))
-        for (const TransferId w : dst.writes) required.push_back({w, Need::WriteAfterWrite});
+        for (const TransferId w : dst.writes)
+          if (t.kind == TransferKind::Copy || plan_.transfers[w].kind == TransferKind::Copy)
+            required.push_back({w, Need::WriteAfterWrite});
       const std::size_t missing = ancestry.first_missing(id, required);
       if (missing < required.size()) {
         fail(race(id, required[missing]));

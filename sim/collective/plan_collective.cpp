@@ -18,7 +18,7 @@ std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
 
 std::optional<Algorithm> algorithm_from_string(std::string_view text) {
   for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical,
-                      Algorithm::ParameterServer, Algorithm::Nvls})
+                      Algorithm::ParameterServer, Algorithm::Nvls, Algorithm::NvlsTree})
     if (to_string(a) == text) return a;
   return std::nullopt;
 }
@@ -108,6 +108,20 @@ Plan plan_collective(const CollectiveRequest& r) {
                          : static_cast<std::uint32_t>(
                                std::clamp(std::ceil(r.bytes.bytes() / 262144.0), 1.0, 256.0));
       return plan_nvls_allreduce(r.ranks, r.bytes, NvlsOptions{pipeline});
+    }
+    case Algorithm::NvlsTree: {
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      // `ranks` GPUs plus one NVSwitch rank per server. One pipeline step per MiB, 2..64: each
+      // step is cut into ranks_per_node shards (2·ppn + 4 transfers per GPU and step), and the
+      // fill of the 4 + 2·height stages stays under ~10 % of S/B from 64 MiB up. At least two
+      // steps, so that every GPU uses both trees whatever the size: the connections a plan
+      // needs (device_pairs) must not depend on the size.
+      const std::uint32_t pipeline =
+          r.pipeline > 0 ? r.pipeline
+                         : static_cast<std::uint32_t>(
+                               std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, 64.0));
+      return plan_nvls_tree_allreduce(r.ranks, r.bytes,
+                                      NvlsTreeOptions{r.ranks_per_node, pipeline});
     }
   }
   return unsupported();

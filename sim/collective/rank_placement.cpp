@@ -144,6 +144,29 @@ DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus
   return sw;
 }
 
+std::vector<DeviceId> nvls_tree_devices(const Topology& topology,
+                                        const std::vector<DeviceId>& gpus,
+                                        std::uint32_t ranks_per_node) {
+  const std::size_t ppn = ranks_per_node;
+  if (gpus.empty() || ppn == 0 || gpus.size() % ppn != 0 || gpus.size() == ppn)
+    throw ConfigError(topology.origin(),
+                      "NVLSTree needs whole servers, two or more, ranks in server order (one "
+                      "server: use nvls)");
+  std::vector<DeviceId> devices = gpus;
+  std::set<DeviceId> switches;
+  for (std::size_t first = 0; first < gpus.size(); first += ppn) {
+    const std::vector<DeviceId> block(gpus.begin() + static_cast<std::ptrdiff_t>(first),
+                                      gpus.begin() + static_cast<std::ptrdiff_t>(first + ppn));
+    const DeviceId sw = nvls_switch(topology, block);
+    if (!switches.insert(sw).second)
+      throw ConfigError(topology.origin(),
+                        "NVLSTree needs one NVSwitch domain per server, and these servers share "
+                        "one (use nvls)");
+    devices.push_back(sw);
+  }
+  return devices;
+}
+
 std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceId>& rank_devices) {
   if (rank_devices.empty()) return 1;
   const int node = topology.device(rank_devices[0]).node;

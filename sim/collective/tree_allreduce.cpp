@@ -134,8 +134,8 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
         if (r == tree.root) continue;
         deps.clear();
         for (const std::uint32_t c : tree.children[r]) deps.push_back(up_cur[t][c]);
-        deps.push_back(up_prev[t][r]);
-        up_cur[t][r] = plan.add(r, tree.parent[r], chunk, TransferKind::Reduce, deps, channel);
+        up_cur[t][r] = plan.add_streamed(r, tree.parent[r], chunk, TransferKind::Reduce, deps,
+                                         up_prev[t][r], channel);
       }
       // Broadcast down, root first.
       for (const std::uint32_t r : tree.order) {
@@ -146,8 +146,8 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
           } else {
             deps.push_back(down_cur[t][r]);
           }
-          deps.push_back(down_prev[t][c]);
-          down_cur[t][c] = plan.add(r, c, chunk, TransferKind::Copy, deps, channel);
+          down_cur[t][c] = plan.add_streamed(r, c, chunk, TransferKind::Copy, deps,
+                                             down_prev[t][c], channel);
         }
       }
       std::swap(up_prev[t], up_cur[t]);

@@ -70,7 +70,7 @@ const std::vector<std::string> kCompressionKeys{"method", "ratio", "error_feedba
 
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8"};
 const std::vector<std::string> kStrategies{"allreduce", "ps", "async-ps"};
-const std::vector<std::string> kAlgorithms{"ring", "tree", "hierarchical", "nvls", "auto"};
+const std::vector<std::string> kAlgorithms = sync_algorithm_names();
 const std::vector<std::string> kPlacements{"dedicated", "colocated"};
 const std::vector<std::string> kOverlaps{"none", "bucketed", "layerwise"};
 const std::vector<std::string> kMethods{"none", "int8", "fp8", "int4", "topk"};
@@ -1035,19 +1035,27 @@ LoadedScenario load(const std::string& text, const std::string& file,
       top.fail("gpus",
                fmt::format("the topology {} has {} GPUs", out.topology.topology.name(), available));
     const std::uint32_t used = sc.gpus.value_or(available);
-    if (sc.sync.strategy == SyncStrategy::AllReduce && sc.sync.algorithm == SyncAlgorithm::Nvls) {
-      // NVLS needs one NVSwitch domain of NVLink4 or later and NCCL (nvls_switch()).
+    const bool nvls = sc.sync.algorithm == SyncAlgorithm::Nvls;
+    if (sc.sync.strategy == SyncStrategy::AllReduce &&
+        (nvls || sc.sync.algorithm == SyncAlgorithm::NvlsTree)) {
+      // NVLS needs one NVSwitch domain of NVLink4 or later and NCCL (nvls_switch()); NVLSTree
+      // one such domain per server, two servers or more (nvls_tree_devices()).
+      const std::string name(to_string(sc.sync.algorithm));
       const MapReader s(top.node("sync"), file, "sync", kSyncKeys);
       const Topology& topo = out.topology.topology;
       if (topo.software() != SoftwareModel::Nccl)
-        s.fail("algorithm", "nvls is NCCL's algorithm, and the topology has software: none");
-      if (used < 2) s.fail("algorithm", "nvls needs 2 GPUs or more");
+        s.fail("algorithm", name + " is NCCL's algorithm, and the topology has software: none");
+      if (used < 2) s.fail("algorithm", name + " needs 2 GPUs or more");
       try {
-        (void)nvls_switch(topo, place_ranks(topo, used));
+        const std::vector<DeviceId> placed = place_ranks(topo, used);
+        if (nvls)
+          (void)nvls_switch(topo, placed);
+        else
+          (void)nvls_tree_devices(topo, placed, ranks_per_node(topo, placed));
       } catch (const ConfigError& e) {
         std::string why = e.what();  // "topology.yaml:L:C: error: why"
         if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);
-        s.fail("algorithm", "nvls cannot run on these GPUs: " + why);
+        s.fail("algorithm", name + " cannot run on these GPUs: " + why);
       }
     }
     if (sc.sync.strategy != SyncStrategy::AllReduce) {

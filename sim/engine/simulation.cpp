@@ -214,9 +214,14 @@ struct Simulation::Impl {
     count_link_bytes(src, dst, bytes.bytes());
     // NCCL protocols below Simple's bandwidth (LL, LL128, Tree's correction) move the same
     // payload more slowly: send bytes / factor (LL's flag words really do cross the links).
-    const double wire = nccl_run_cost && nccl_run_cost->bandwidth_factor > 0.0
-                            ? bytes.bytes() / nccl_run_cost->bandwidth_factor
-                            : bytes.bytes();
+    // NVLSTree's network legs have their own factor (one route-class lookup, only then).
+    double factor = nccl_run_cost ? nccl_run_cost->bandwidth_factor : 1.0;
+    if (nccl_run_cost && nccl_run_cost->bandwidth_factor_net != factor) {
+      const auto c = route_class.find(pair_key(src, dst));
+      if (c == route_class.end() || c->second == LinkClass::Net)
+        factor = nccl_run_cost->bandwidth_factor_net;
+    }
+    const double wire = factor > 0.0 ? bytes.bytes() / factor : bytes.bytes();
     if (roce_tier != RoceTier::None || tcp_incast) {
       deferred.push_back(Deferred{src, dst, wire, id, next_latency_scale});
       return;

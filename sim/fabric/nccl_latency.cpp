@@ -10,8 +10,8 @@
 //   - graphs[a].latencyInter (a network plugin's declared latency): 0 for the IB/RoCE plugin;
 //     the shipped topologies carry network latency on their links instead;
 //   - the ×0.85 bandwidth of a Tree graph with NCCL_TOPO_PATTERN_TREE (a graph-search detail);
-//   - NVLSTree, CollNet, PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS
-//     in one NVSwitch domain is modelled: see kNvls* below);
+//   - CollNet, PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS in one
+//     NVSwitch domain and NVLSTree across servers are modelled: see kNvls* below);
 //   - numPipeOps (aggregated launches): one collective at a time here.
 #include <algorithm>
 #include <array>
@@ -84,6 +84,11 @@ constexpr double kUs = 1e-6;
 constexpr double kNvlsBaseLat = 0.0;
 constexpr double kNvlsNvlinkHopLat = 25.0;
 constexpr double kNvlsNetHopLat = 18.0;
+// NVLSTree (Simple only): base 0, hwLatencies[NVLINK][NVLS_TREE] = 25 µs, [NET][NVLS_TREE] =
+// 20.9 µs (REFERENCES.md §3); latency = 25 + 2·log2i(nodes)·20.9 µs, the NVLink hop once and
+// the network hop per tree level up and down. gradsync's NVLSTree plan has four NVLink legs per
+// chunk on its critical path (push, delivery, store, multicast), each charged a quarter of it.
+constexpr double kNvlsTreeNetHopLat = 20.9;
 
 int algo_row(Algorithm a) { return a == Algorithm::Tree ? kTree : kRing; }
 int proto_col(NcclProtocol p) { return static_cast<int>(p); }
@@ -172,7 +177,8 @@ LinkClass route_link_class(const Topology& topology, const Route& route) {
 }
 
 Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol) {
-  if (algorithm == Algorithm::Nvls) return Seconds(kNvlsBaseLat * kUs);
+  if (algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree)
+    return Seconds(kNvlsBaseLat * kUs);
   return Seconds(kBaseLat[algo_row(algorithm)][proto_col(protocol)] * kUs);
 }
 
@@ -180,6 +186,10 @@ Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protoc
   if (algorithm == Algorithm::Nvls) {
     if (protocol != NcclProtocol::Simple || link == LinkClass::Pci) return Seconds(0.0);
     return Seconds((link == LinkClass::NvLink ? kNvlsNvlinkHopLat : kNvlsNetHopLat) * kUs);
+  }
+  if (algorithm == Algorithm::NvlsTree) {
+    if (protocol != NcclProtocol::Simple || link == LinkClass::Pci) return Seconds(0.0);
+    return Seconds((link == LinkClass::NvLink ? kNvlsNvlinkHopLat : kNvlsTreeNetHopLat) * kUs);
   }
   return Seconds(kHwLat[static_cast<int>(link)][algo_row(algorithm)][proto_col(protocol)] * kUs);
 }
@@ -209,7 +219,15 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
       throw std::invalid_argument("nccl_cost: NVLS needs NVLink through an NVSwitch");
     if (nodes != 1)
       throw std::invalid_argument(
-          "nccl_cost: NVLS across several NVLink domains (NVLSTree) is not modelled");
+          "nccl_cost: NVLS runs in one NVLink domain (across servers: NVLSTree)");
+  }
+  if (algorithm == Algorithm::NvlsTree) {
+    if (op != CollectiveOp::AllReduce)
+      throw std::invalid_argument("nccl_cost: gradsync's NVLSTree runs AllReduce only");
+    if (protocol != NcclProtocol::Simple)
+      throw std::invalid_argument("nccl_cost: NVLSTree runs the Simple protocol only");
+    if (intra != LinkClass::NvLink)
+      throw std::invalid_argument("nccl_cost: NVLSTree needs NVLink through an NVSwitch");
   }
   if (ranks == 1) return c;  // NCCL: nothing to do (a local copy)
   if (algorithm == Algorithm::Nvls) {
@@ -223,10 +241,30 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.inter_steps = 0;
     c.protocol_factor = 1.0;
     c.bandwidth_factor = kNvlsBandwidthFactor;
+    c.bandwidth_factor_net = kNvlsBandwidthFactor;
     c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
     const double alg_bw = bus * kNvlsBandwidthFactor;
     c.predicted = Seconds(
         (kNvlsBaseLat + kNvlsNvlinkHopLat + bytes.bytes() / (1000.0 * alg_bw)) * kUs);
+    return c;
+  }
+  if (algorithm == Algorithm::NvlsTree) {
+    // Four NVLink legs (a quarter of NCCL's hop each) and 2·log2i(nodes) network legs. Only the
+    // NVLink legs get NVLS's bandwidth factor: the tree between servers is plain network sends,
+    // whose efficiency the fabric's own default carries.
+    const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s
+    const auto levels = static_cast<std::uint32_t>(log2i(nodes));
+    c.base = Seconds(kNvlsBaseLat * kUs);
+    c.per_step_intra = Seconds(kNvlsNvlinkHopLat / 4.0 * kUs);
+    c.per_step_inter = Seconds(kNvlsTreeNetHopLat * kUs);
+    c.inter_steps = 2 * levels;
+    c.steps = 4 + c.inter_steps;
+    c.protocol_factor = 1.0;
+    c.bandwidth_factor = kNvlsBandwidthFactor;
+    c.bandwidth_factor_net = 1.0;
+    const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + c.inter_steps * kNvlsTreeNetHopLat;
+    c.latency = Seconds(lat_us * kUs);
+    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * kNvlsBandwidthFactor)) * kUs);
     return c;
   }
 
@@ -320,6 +358,7 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
   c.per_step_inter = Seconds(inter_lat * kUs);
   c.protocol_factor = proto_bus / simple_bus;
   c.bandwidth_factor = proto_bus * correction / bus;
+  c.bandwidth_factor_net = c.bandwidth_factor;
   const double lat_us =
       base + (c.steps - c.inter_steps) * intra_lat + static_cast<double>(c.inter_steps) * inter_lat;
   c.latency = Seconds(lat_us * kUs);
@@ -334,7 +373,9 @@ NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks
   bool have = false;
   for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
     if (!nccl_protocol_enabled(p, intra, options)) continue;
-    if (algorithm == Algorithm::Nvls && p != NcclProtocol::Simple) continue;  // Simple only
+    if ((algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree) &&
+        p != NcclProtocol::Simple)
+      continue;  // Simple only
     const NcclStepCost c =
         nccl_cost(algorithm, p, op, ranks, nodes, intra, bytes, bus_bandwidth, options);
     if (!have || c.predicted < best.predicted) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -23,11 +24,17 @@ class CollectiveTimer {
   struct Group {
     std::vector<DeviceId> devices;  // rank → GPU (workers, then dedicated servers)
     CollectiveRequest base;         // ranks, ranks_per_node, channels, ps options
-    // NVLS plans: the GPUs, then their NVSwitch as the reducing rank; empty when NVLS cannot
-    // run on this group (see nvls_devices_for).
+    // In-switch reduction where it can run on this group (see set_in_switch): NVLS in one
+    // server (the GPUs, then their NVSwitch), NVLSTree across servers (the GPUs, then each
+    // server's NVSwitch); nvls_devices is empty when neither can.
+    Algorithm nvls_algorithm = Algorithm::Nvls;
     std::vector<DeviceId> nvls_devices;
     [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
-      return a == Algorithm::Nvls ? nvls_devices : devices;
+      return a == Algorithm::Nvls || a == Algorithm::NvlsTree ? nvls_devices : devices;
+    }
+    [[nodiscard]] std::optional<Algorithm> in_switch() const {
+      if (nvls_devices.empty()) return std::nullopt;
+      return nvls_algorithm;
     }
   };
 
@@ -70,31 +77,43 @@ class CollectiveTimer {
   const PlanTiming* best_timing_ = nullptr;
 };
 
-// The devices of NVLS plans over `gpus` (the GPUs, then their NVSwitch), or empty when NVLS
-// cannot run there: as `bench --algo auto` decides (one NVSwitch domain of NVLink4 or later,
-// nvls_switch(); NCCL's software model, which carries NVLS's bandwidth factor; 2+ GPUs).
-std::vector<DeviceId> nvls_devices_for(const Topology& topo, const std::vector<DeviceId>& gpus,
-                                       std::string* why) {
+// The in-switch reduction `bench --algo auto` would try on `gpus` (node-major, `ppn` per
+// server), with its devices: NVLS over one NVSwitch domain (nvls_switch()), NVLSTree over
+// several servers with one each (nvls_tree_devices()); both need NVLink4 or later, NCCL's
+// software model (which carries NVLS's bandwidth factor) and 2+ GPUs. Sets group.nvls_devices
+// empty, and *why, when neither can run.
+void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
+                   const std::vector<DeviceId>& gpus, std::uint32_t ppn, std::string* why) {
+  group.nvls_devices.clear();
   if (gpus.size() < 2) {
-    if (why) *why = "NVLS needs 2 GPUs or more";
-    return {};
+    if (why) *why = "in-switch reduction needs 2 GPUs or more";
+    return;
   }
   if (topo.software() != SoftwareModel::Nccl) {
     if (why) *why = "NVLS is NCCL's algorithm: the topology has software: none";
-    return {};
+    return;
   }
   try {
-    std::vector<DeviceId> out = gpus;
-    out.push_back(nvls_switch(topo, gpus));
-    return out;
+    if (ppn >= gpus.size()) {
+      group.nvls_algorithm = Algorithm::Nvls;
+      group.nvls_devices = gpus;
+      group.nvls_devices.push_back(nvls_switch(topo, gpus));
+    } else {
+      group.nvls_algorithm = Algorithm::NvlsTree;
+      group.nvls_devices = nvls_tree_devices(topo, gpus, ppn);
+    }
   } catch (const ConfigError& e) {
+    group.nvls_devices.clear();
     if (why) *why = e.what();
-    return {};
   }
 }
 
+// The algorithms to try for one collective. `in_switch`: the group's NVLS or NVLSTree, if
+// any. Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS or NVLSTree);
+// NCCL has no 2-D hierarchical AllReduce, which auto adds only with software: none.
 std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std::uint32_t ranks,
-                                      std::uint32_t ppn, bool nvls) {
+                                      std::uint32_t ppn, std::optional<Algorithm> in_switch,
+                                      bool nccl) {
   if (sync.strategy != SyncStrategy::AllReduce) return {Algorithm::ParameterServer};
   if (op != CollectiveOp::AllReduce) return {Algorithm::Ring};  // Top-K all-gather
   switch (sync.algorithm) {
@@ -103,11 +122,14 @@ std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std
     case SyncAlgorithm::Hierarchical:
       if (ppn <= 1 || ranks <= ppn) return {Algorithm::Ring};
       return {Algorithm::Hierarchical};
-    case SyncAlgorithm::Nvls: return {nvls ? Algorithm::Nvls : Algorithm::Ring};
+    // The one-server reference of an NVLSTree cluster runs NVLS, and falls back to Ring where
+    // no in-switch reduction applies (the loader rejects that for the whole cluster).
+    case SyncAlgorithm::Nvls:
+    case SyncAlgorithm::NvlsTree: return {in_switch.value_or(Algorithm::Ring)};
     case SyncAlgorithm::Auto: {
       std::vector<Algorithm> a{Algorithm::Ring, Algorithm::Tree};
-      if (ppn > 1 && ranks > ppn) a.push_back(Algorithm::Hierarchical);
-      if (nvls) a.push_back(Algorithm::Nvls);
+      if (ppn > 1 && ranks > ppn && !nccl) a.push_back(Algorithm::Hierarchical);
+      if (in_switch) a.push_back(*in_switch);
       return a;
     }
   }
@@ -184,12 +206,20 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   // NVLS where it can run. An explicit `algorithm: nvls` that cannot is bad input for the whole
   // cluster; the one-server reference then falls back to the ring.
   std::string no_nvls;
-  all.nvls_devices = nvls_devices_for(topo, devices, &no_nvls);
-  if (sc.sync.algorithm == SyncAlgorithm::Nvls && sc.sync.strategy == SyncStrategy::AllReduce &&
-      all.nvls_devices.empty())
+  set_in_switch(all, topo, devices, ppn, &no_nvls);
+  const bool explicit_switch = sc.sync.algorithm == SyncAlgorithm::Nvls ||
+                               sc.sync.algorithm == SyncAlgorithm::NvlsTree;
+  if (explicit_switch && sc.sync.strategy == SyncStrategy::AllReduce &&
+      (all.nvls_devices.empty() ||
+       (sc.sync.algorithm == SyncAlgorithm::Nvls) != (all.nvls_algorithm == Algorithm::Nvls)))
     throw ConfigError(SourceMark{sc.file.string(), 0, 0},
-                      "sync.algorithm: nvls cannot run on these GPUs: " + no_nvls);
-  if (multi_node) one_node.nvls_devices = nvls_devices_for(topo, one_node.devices, nullptr);
+                      fmt::format("sync.algorithm: {} cannot run on these GPUs{}",
+                                  to_string(sc.sync.algorithm),
+                                  no_nvls.empty() ? std::string(" (one server: nvls; several: "
+                                                                "nvlstree)")
+                                                  : ": " + no_nvls));
+  if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, nullptr);
+  const bool nccl = topo.software() == SoftwareModel::Nccl;
 
   Simulation sim(topo, options.simgrid_args);
   {
@@ -200,7 +230,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
         if (std::find(ops.begin(), ops.end(), wire.op) == ops.end()) ops.push_back(wire.op);
       for (CollectiveOp op : ops)
         for (Algorithm a : algorithms_for(sc.sync, op, group_ranks, g.base.ranks_per_node,
-                                          !g.nvls_devices.empty())) {
+                                          g.in_switch(), nccl)) {
           CollectiveRequest r = g.base;
           r.op = op;
           r.algorithm = a;
@@ -219,7 +249,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   for (const BucketWire& wire : result.sync_plan.buckets) {
     const auto [t, algo] = timer.time(all, 0, wire.op,
                                       algorithms_for(sc.sync, wire.op, gpus, ppn,
-                                                     !all.nvls_devices.empty()),
+                                                     all.in_switch(), nccl),
                                       wire.bytes,
                                       &link_a, &link_b);
     result.collective_times.push_back(t);
@@ -240,7 +270,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       for (const BucketWire& wire : node_plan.buckets)
         node_times.push_back(timer.time(one_node, 1, wire.op,
                                         algorithms_for(sc.sync, wire.op, ppn, ppn,
-                                                       !one_node.nvls_devices.empty()),
+                                                       one_node.in_switch(), nccl),
                                         wire.bytes,
                                         nullptr, nullptr).first);
       const StepTimeline node_timeline =

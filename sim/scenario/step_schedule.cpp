@@ -42,12 +42,13 @@ constexpr std::array<std::pair<std::string_view, SyncStrategy>, 3> kStrategies{
     {{"allreduce", SyncStrategy::AllReduce},
      {"ps", SyncStrategy::ParameterServer},
      {"async-ps", SyncStrategy::AsyncParameterServer}}};
-constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 5> kAlgorithms{
-    {{"auto", SyncAlgorithm::Auto},
-     {"ring", SyncAlgorithm::Ring},
+constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 6> kAlgorithms{
+    {{"ring", SyncAlgorithm::Ring},
      {"tree", SyncAlgorithm::Tree},
      {"hierarchical", SyncAlgorithm::Hierarchical},
-     {"nvls", SyncAlgorithm::Nvls}}};
+     {"nvls", SyncAlgorithm::Nvls},
+     {"nvlstree", SyncAlgorithm::NvlsTree},
+     {"auto", SyncAlgorithm::Auto}}};
 constexpr std::array<std::pair<std::string_view, Overlap>, 3> kOverlaps{
     {{"none", Overlap::None}, {"bucketed", Overlap::Bucketed}, {"layerwise", Overlap::Layerwise}}};
 constexpr std::array<std::pair<std::string_view, CompressionMethod>, 5> kMethods{
@@ -68,6 +69,11 @@ std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text) {
   return lookup(kStrategies, text);
 }
 std::string_view to_string(SyncAlgorithm a) { return name_of(kAlgorithms, a); }
+std::vector<std::string> sync_algorithm_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : kAlgorithms) out.emplace_back(name);
+  return out;
+}
 std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text) {
   return lookup(kAlgorithms, text);
 }

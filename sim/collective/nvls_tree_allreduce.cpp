@@ -1,0 +1,182 @@
+// NVLSTree AllReduce (collective.hpp): NCCL's default for large messages on several NVSwitch
+// servers of Hopper or later (NVIDIA/nccl src/device/all_reduce.h, runTreeSplit for
+// NCCL_ALGO_NVLS_TREE). Per server, the NVSwitch reduces every GPU's data in the fabric
+// (multimem.ld_reduce) and hands shard l to local GPU l; GPU l all-reduces its shard with GPU l
+// of the other servers over its NIC along a binary tree of servers (NCCL's double binary
+// tree); then GPU l stores the result into the switch (multimem.st), which multicasts it to
+// the server's other GPUs.
+//
+// Ranks: GPUs 0..G-1 node-major (G = N·ppn), then the N switches: rank G + a is server a's
+// NVSwitch. Chunk (c·ppn + l) is shard l of pipeline step c (S/(P·ppn) bytes); it uses tree
+// (c + l) mod 2 of the double binary tree, so both trees carry half of every NIC's shards.
+// For server a, shard (c, l):
+//   push(i):   GPU i → switch a, Reduce; after push(i) of the previous chunk (same port);
+//   deliver:   switch a → GPU l, Copy; after every push of the chunk in server a;
+//   up:        GPU l of a → GPU l of parent(a), Reduce; after a's delivery, the ups of a's
+//              children, and the parent's delivery (whose Copy it must not race);
+//   down:      GPU l of parent(a) → GPU l of a, Copy; after the parent holds the full sum;
+//   store:     GPU l → switch a, Copy; once GPU l holds the full sum;
+//   multicast: switch a → GPU i (i ≠ l), Copy; after the store.
+// Per GPU port: S + S/ppn out, S in; per NIC: the tree traffic of S/ppn (binary tree: up to
+// 3·S/(2·ppn) each way at interior servers, S/(2·ppn) at leaves). One phase: everything
+// streams; steps = 4 + 2·ceil(log2 N).
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gradsync/collective.hpp"
+#include "ring_pass.hpp"
+
+namespace gradsync {
+namespace {
+
+// Servers of a tree ordered leaves first (decreasing depth), so children precede parents.
+std::vector<std::uint32_t> bottom_up(const BinaryTree& tree) {
+  const auto n = static_cast<std::uint32_t>(tree.parent.size());
+  std::vector<std::uint32_t> depth(n, 0);
+  for (std::uint32_t v = 0; v < n; ++v)
+    for (std::uint32_t u = v; tree.parent[u] != kNoRank; u = tree.parent[u]) ++depth[v];
+  std::vector<std::uint32_t> order(n);
+  for (std::uint32_t v = 0; v < n; ++v) order[v] = v;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return depth[a] > depth[b]; });
+  return order;
+}
+
+}  // namespace
+
+Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOptions& options) {
+  constexpr const char* kPlanner = "plan_nvls_tree_allreduce";
+  const std::uint32_t ppn = options.ranks_per_node;
+  const std::uint32_t chunks = options.pipeline;
+  detail::require(gpus >= 1, kPlanner, "needs at least one GPU");
+  detail::require(ppn >= 1 && gpus % ppn == 0, kPlanner,
+                  fmt::format("ranks_per_node {} does not divide {} GPUs", ppn, gpus));
+  detail::require(ppn <= 256, kPlanner, "at most 256 GPUs per server");
+  detail::require(chunks >= 1 && chunks <= 65536, kPlanner,
+                  fmt::format("pipeline must be 1..65536, got {}", chunks));
+  detail::require(bytes.bytes() >= 0.0, kPlanner, "negative size");
+  const std::uint32_t nodes = gpus / ppn;
+  const std::uint64_t per_step = std::uint64_t{gpus} * (2 * std::uint64_t{ppn} + 1) +
+                                 2 * std::uint64_t{nodes - 1} * ppn;
+  detail::require(per_step * chunks < kNoTransfer && std::uint64_t{gpus} + nodes < kNoRank,
+                  kPlanner, "too large a plan");
+
+  Plan plan;
+  plan.op = CollectiveOp::AllReduce;
+  plan.algorithm = Algorithm::NvlsTree;
+  plan.ranks = gpus + nodes;
+  plan.contributors = gpus;
+  plan.total_bytes = bytes;
+  plan.chunk_bytes = split_bytes(bytes, chunks * ppn);
+  plan.channels = 2;
+  plan.transfers.reserve(per_step * chunks);
+
+  const std::array<BinaryTree, 2> trees = build_double_binary_tree(nodes);
+  const std::array<std::vector<std::uint32_t>, 2> order{bottom_up(trees[0]), bottom_up(trees[1])};
+  const auto gpu = [&](std::uint32_t node, std::uint32_t local) { return node * ppn + local; };
+  const auto nvswitch = [&](std::uint32_t node) { return gpus + node; };
+
+  std::vector<TransferId> last_push(gpus, kNoTransfer);       // per GPU port
+  // Per switch → GPU connection, two streams: deliveries of the GPU's own shards and
+  // multicasts of the others' (one chain would make every shard wait for the previous one's
+  // round trip between servers).
+  std::vector<TransferId> last_delivery(gpus, kNoTransfer);
+  std::vector<TransferId> last_multicast(gpus, kNoTransfer);
+  std::vector<TransferId> last_store(gpus, kNoTransfer);      // per GPU → switch (store)
+  // Per (tree, node, local): the last tree message up from / down to that GPU.
+  std::vector<TransferId> last_up(2 * std::size_t{gpus}, kNoTransfer);
+  std::vector<TransferId> last_down(2 * std::size_t{gpus}, kNoTransfer);
+  std::vector<TransferId> pushes(ppn), delivered(nodes), up(nodes), full(nodes);
+
+  for (std::uint32_t c = 0; c < chunks; ++c) {
+    for (std::uint32_t l = 0; l < ppn; ++l) {
+      const std::uint32_t chunk = c * ppn + l;
+      const auto t = static_cast<std::uint8_t>((c + l) % 2);
+      const BinaryTree& tree = trees[t];
+      const auto children_up = [&](std::uint32_t a) {
+        std::vector<TransferId> out;
+        for (std::uint32_t child : tree.children[a])
+          if (child != kNoRank) out.push_back(up[child]);
+        return out;
+      };
+      // What GPU l of server a waits for before it holds the full sum: the copy down from its
+      // parent, or at the root its delivery and its children's ups.
+      const auto holds_sum = [&](std::uint32_t a) {
+        if (full[a] != kNoTransfer) return std::vector<TransferId>{full[a]};
+        std::vector<TransferId> out{delivered[a]};
+        const std::vector<TransferId> children = children_up(a);
+        out.insert(out.end(), children.begin(), children.end());
+        return out;
+      };
+      // In-switch reduction, then the server's sum to GPU l.
+      for (std::uint32_t a = 0; a < nodes; ++a) {
+        for (std::uint32_t i = 0; i < ppn; ++i) {
+          const std::uint32_t g = gpu(a, i);
+          pushes[i] = last_push[g] = plan.add_streamed(g, nvswitch(a), chunk, TransferKind::Reduce,
+                                                       {}, last_push[g], t);
+        }
+        const std::uint32_t g = gpu(a, l);
+        // The last push first (dep0: the data dependency check_plan searches first).
+        std::rotate(pushes.begin(), pushes.end() - 1, pushes.end());
+        delivered[a] = last_delivery[g] = plan.add_streamed(nvswitch(a), g, chunk,
+                                                            TransferKind::Copy, pushes,
+                                                            last_delivery[g], t);
+      }
+      // Up the tree: a server's partial sum (its own and its children's) to its parent, after
+      // the parent's own delivery (a Copy into the same buffer).
+      for (std::uint32_t a : order[t]) {
+        const std::uint32_t parent = tree.parent[a];
+        if (parent == kNoRank) {
+          up[a] = kNoTransfer;
+          continue;
+        }
+        std::vector<TransferId> data{delivered[a]};
+        const std::vector<TransferId> children = children_up(a);
+        data.insert(data.end(), children.begin(), children.end());
+        data.push_back(delivered[parent]);
+        TransferId& previous = last_up[t * std::size_t{gpus} + gpu(a, l)];
+        up[a] = previous = plan.add_streamed(gpu(a, l), gpu(parent, l), chunk,
+                                             TransferKind::Reduce, data, previous, t);
+      }
+      // Down the tree: the full sum from the root to every server (parents before children).
+      // full[a]: the transfer after which GPU l of server a holds the full sum (kNoTransfer for
+      // the root, which holds it once its delivery and its children's ups have arrived).
+      for (auto it = order[t].rbegin(); it != order[t].rend(); ++it) {
+        const std::uint32_t a = *it;
+        const std::uint32_t parent = tree.parent[a];
+        if (parent == kNoRank) {
+          full[a] = kNoTransfer;
+          continue;
+        }
+        TransferId& previous = last_down[t * std::size_t{gpus} + gpu(a, l)];
+        full[a] = previous = plan.add_streamed(gpu(parent, l), gpu(a, l), chunk,
+                                               TransferKind::Copy, holds_sum(parent), previous, t);
+      }
+      // Multicast inside each server: GPU l stores the full sum, the switch writes it to the rest.
+      for (std::uint32_t a = 0; a < nodes; ++a) {
+        const std::uint32_t g = gpu(a, l);
+        const TransferId store = last_store[g] = plan.add_streamed(
+            g, nvswitch(a), chunk, TransferKind::Copy, holds_sum(a), last_store[g], t);
+        for (std::uint32_t i = 0; i < ppn; ++i) {
+          if (i == l) continue;
+          const std::uint32_t dst = gpu(a, i);
+          last_multicast[dst] = plan.add_streamed(nvswitch(a), dst, chunk, TransferKind::Copy,
+                                                  std::array{store}, last_multicast[dst], t);
+        }
+      }
+    }
+  }
+  std::uint32_t height = 0;
+  while ((1u << height) < nodes) ++height;
+  plan.steps = 4 + 2 * height;
+  // One phase: pushes, tree and multicast stream; the fill is one pipeline step per stage.
+  const Bytes step_bytes = chunks > 0 ? Bytes(bytes.bytes() / chunks) : Bytes(0.0);
+  plan.end_phase(plan.steps, Bytes(step_bytes.bytes() * (plan.steps - 1) / ppn + step_bytes.bytes()));
+  return plan;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""`gradsync bench --algo nvlstree` on two NVSwitch servers, against its closed form.
+
+Usage: GRADSYNC=path/to/gradsync nvls_tree_bench_test.py TOPOLOGY_DIR
+
+On aws-p5-2node-efa.yaml (2 x 8 H100, 400 Gb/s of EFA per GPU):
+  * NVLSTree's large-message busbw is the GPU port's: each GPU sends S into its NVSwitch plus
+    its shard's store (S/8), at NVLink 450 GB/s x efficiency 0.80 x NVLS factor 0.76, so
+    busbw = 2(n-1)/n x 273.6 / 1.125 = 456 GB/s for 16 ranks (within 6 %: pipeline fill);
+  * step and flow fidelity agree (1 GiB, 8 B);
+  * `--algo auto` runs NVLSTree there and NVLS on one server (aws-p5-1node.yaml);
+  * an A100 cluster (NVLink3, no NVLS) refuses --algo nvlstree with exit 2 and a reason;
+  * the tree latency regression: a 2-server tree at 8 B pays both network crossings in step
+    fidelity as in flow fidelity (aws-p4de-2node-efa.yaml).
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def bench(gradsync, topology, algo, size, fidelity="auto"):
+    out = subprocess.run([gradsync, "bench", topology, "--algo", algo, "--min", size, "--max",
+                          size, "--fidelity", fidelity, "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def main():
+    gradsync = os.environ.get("GRADSYNC", "gradsync")
+    topo_dir = sys.argv[1]
+    p5x2 = os.path.join(topo_dir, "aws-p5-2node-efa.yaml")
+    failures = []
+
+    def check(name, ok, detail):
+        print(("ok   " if ok else "FAIL ") + name + ": " + detail)
+        if not ok:
+            failures.append(name)
+
+    big = bench(gradsync, p5x2, "nvlstree", "16GiB")
+    want = 2 * 15 / 16 * 450 * 0.80 * 0.76 / 1.125
+    check("NVLSTree 16 GiB busbw vs the GPU port's closed form",
+          abs(big["busbw_GBps"] / want - 1) <= 0.06,
+          f"{big['busbw_GBps']:.1f} GB/s vs {want:.1f}")
+    for size in ("8B", "1GiB"):
+        step = bench(gradsync, p5x2, "nvlstree", size, "step")["time_us"]
+        flow = bench(gradsync, p5x2, "nvlstree", size, "flow")["time_us"]
+        check(f"NVLSTree {size} step vs flow", abs(step / flow - 1) <= 0.05,
+              f"step {step:.1f} us, flow {flow:.1f} us")
+    auto = bench(gradsync, p5x2, "auto", "1GiB")
+    check("auto on 2 servers picks nvlstree at 1 GiB", auto["algorithm"] == "nvlstree",
+          auto["algorithm"])
+    one = bench(gradsync, os.path.join(topo_dir, "aws-p5-1node.yaml"), "auto", "1GiB")
+    check("auto on 1 server picks nvls at 1 GiB", one["algorithm"] == "nvls", one["algorithm"])
+    r = subprocess.run([gradsync, "bench", os.path.join(topo_dir, "dgx-a100-4node-hdr-ib.yaml"),
+                        "--algo", "nvlstree", "--min", "1MiB", "--max", "1MiB"],
+                       capture_output=True, text=True)
+    check("nvlstree on A100 servers is bad input",
+          r.returncode == 2 and "NVLink4" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          f"exit {r.returncode}, {r.stderr.strip()!r}")
+    p4de = os.path.join(topo_dir, "aws-p4de-2node-efa.yaml")
+    step = bench(gradsync, p4de, "tree", "8B", "step")["time_us"]
+    flow = bench(gradsync, p4de, "tree", "8B", "flow")["time_us"]
+    check("2-server tree at 8 B: step pays both crossings like flow", abs(step / flow - 1) <= 0.02,
+          f"step {step:.1f} us, flow {flow:.1f} us")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
