@@ -224,7 +224,7 @@ TEST_CASE("unknown keys name the closest valid key") {
   }
   SUBCASE("nothing close: the valid keys are listed") {
     check_error(replace(kTemplate, "nodes: 2", "nodes: 2\ncolour: blue"), 2, 1,
-                "unknown key 'colour' at top level (valid keys: name, software, nodes, node, "
+                "unknown key 'colour' at top level (valid keys: name, software, gpu, nodes, node, "
                 "network or cost)");
   }
   SUBCASE("a bad enum value lists the accepted spellings and suggests one") {

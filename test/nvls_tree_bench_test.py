@@ -10,6 +10,7 @@ On aws-p5-2node-efa.yaml (2 x 8 H100, 400 Gb/s of EFA per GPU):
   * step and flow fidelity agree (1 GiB, 8 B);
   * `--algo auto` runs NVLSTree there and NVLS on one server (aws-p5-1node.yaml);
   * an A100 cluster (NVLink3, no NVLS) refuses --algo nvlstree with exit 2 and a reason;
+  * NVLS follows the topology's `gpu:` (an H100 server declared as A100s refuses it);
   * the tree latency regression: a 2-server tree at 8 B pays both network crossings in step
     fidelity as in flow fidelity (aws-p4de-2node-efa.yaml).
 """
@@ -17,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def bench(gradsync, topology, algo, size, fidelity="auto"):
@@ -60,6 +62,17 @@ def main():
     check("nvlstree on A100 servers is bad input",
           r.returncode == 2 and "NVLink4" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
           f"exit {r.returncode}, {r.stderr.strip()!r}")
+    # The topology's gpu: decides NVLS, not the NVLink rate: an H100 server declared as A100s.
+    with tempfile.TemporaryDirectory() as tmp:
+        text = open(os.path.join(topo_dir, "dgx-h100.yaml"), encoding="utf-8").read()
+        declared = os.path.join(tmp, "declared-a100.yaml")
+        with open(declared, "w", encoding="utf-8") as f:
+            f.write(text.replace("gpu: h100", "gpu: a100", 1))
+        r = subprocess.run([gradsync, "bench", declared, "--algo", "nvls", "--min", "1MiB",
+                            "--max", "1MiB"], capture_output=True, text=True)
+        check("nvls follows gpu: (h100 server declared a100)",
+              r.returncode == 2 and "ampere (the topology's gpu:)" in r.stderr,
+              f"exit {r.returncode}, {r.stderr.strip()!r}")
     p4de = os.path.join(topo_dir, "aws-p4de-2node-efa.yaml")
     step = bench(gradsync, p4de, "tree", "8B", "step")["time_us"]
     flow = bench(gradsync, p4de, "tree", "8B", "flow")["time_us"]

@@ -401,3 +401,45 @@ TEST_CASE("every topology of the shipped library loads") {
     }
   }
 }
+
+TEST_CASE("gpu: names the GPU model; without it the generation follows the NVLink rate") {
+  const auto generation_of = [](const std::string& text) {
+    return gpu_generation_of(load_topology_text(text, "gpu.yaml").topology);
+  };
+  const std::string node = R"(nodes: 1
+node:
+  gpus: 4
+  intra: {fabric: nvlink, switch: true, bandwidth: RATE, latency: 300ns}
+)";
+  const auto with_rate = [&](const std::string& rate) {
+    std::string t = node;
+    t.replace(t.find("RATE"), 4, rate);
+    return t;
+  };
+  // Inferred from NVLink per GPU per direction: V100 150, A100 300, H100 450, B200 900 GB/s.
+  CHECK(generation_of(with_rate("150GB/s")) == std::pair{GpuGeneration::Volta, true});
+  CHECK(generation_of(with_rate("300GB/s")) == std::pair{GpuGeneration::Ampere, true});
+  CHECK(generation_of(with_rate("450GB/s")) == std::pair{GpuGeneration::Hopper, true});
+  CHECK(generation_of(with_rate("900GB/s")) == std::pair{GpuGeneration::Blackwell, true});
+  // Named: the model wins over the rate, in both forms.
+  CHECK(generation_of("gpu: a100\n" + with_rate("450GB/s")) ==
+        std::pair{GpuGeneration::Ampere, false});
+  CHECK(generation_of("gpu: rtx4090\n" + with_rate("450GB/s")).first == GpuGeneration::Ampere);
+  CHECK(generation_of("gpu: gb200\n" + with_rate("450GB/s")).first == GpuGeneration::Blackwell);
+  CHECK(generation_of(R"(gpu: v100
+devices:
+  - {name: "gpu[0-1]", kind: gpu}
+  - {name: sw, kind: switch}
+links:
+  - {between: ["gpu[0-1]", sw], fabric: infiniband, bandwidth: 25GB/s, latency: 1us}
+)") == std::pair{GpuGeneration::Volta, false});
+  // No NVLink at all (PCIe cards): NCCL model's default row, Hopper.
+  CHECK(generation_of(R"(nodes: 1
+node:
+  gpus: 2
+  intra: {fabric: pcie, switch: true, bandwidth: 32GB/s, latency: 500ns}
+)") == std::pair{GpuGeneration::Hopper, true});
+  for (const std::string& name : gpu_model_names())
+    CHECK(gpu_generation_from_string(name).has_value());
+  CHECK(to_string(GpuGeneration::Blackwell) == "blackwell");
+}

@@ -75,6 +75,7 @@ struct NetworkSpec {
 struct ClusterSpec {
   std::string name;
   SoftwareModel software = SoftwareModel::Nccl;
+  std::optional<GpuGeneration> gpu;  // `gpu:` (a GPU model); empty = inferred where needed
   int nodes = 1;
   NodeSpec node;
   std::optional<NetworkSpec> network;  // required when nodes > 1

@@ -53,9 +53,9 @@ struct PlacementOptions {
 // the NVSwitch device directly linked to every one of them. Throws ConfigError when there is
 // none (no NVSwitch, e.g. PCIe or direct NVLink meshes) or when the GPUs span several NVLink
 // domains (several servers: multi-node NVLSTree is not modelled), or when several switches
-// qualify (split NVSwitch planes are not modelled), or when the GPU's NVLink line rate to it is
-// below kNvlsMinNvlinkRate (the stand-in for "Hopper or later": A100/V100 have no NVLS).
-inline constexpr double kNvlsMinNvlinkRate = 450e9;  // B/s per GPU per direction (NVLink4)
+// qualify (split NVSwitch planes are not modelled), or when the GPUs are older than Hopper
+// (gpu_generation_of(): the topology's `gpu:`, else inferred from the NVLink rate; A100/V100
+// have no NVLS).
 [[nodiscard]] DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus);
 // The devices of an NVLSTree plan (plan_nvls_tree_allreduce) over these node-major GPUs,
 // `ranks_per_node` per server: the GPUs, then each server's NVSwitch (nvls_switch() of its

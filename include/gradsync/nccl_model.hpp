@@ -47,8 +47,7 @@ inline constexpr std::string_view kNcclModelVersion = "2.30.7";
 enum class NcclProtocol : std::uint8_t { LL, LL128, Simple };
 // NCCL's hardware classes for latency (NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET).
 enum class LinkClass : std::uint8_t { NvLink, Pci, Net };
-// Rows of NCCL's per-architecture bandwidth caps (compute capability 7.x, 8.x, 9.x, 10.x+).
-enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
+// Rows of NCCL's per-architecture bandwidth caps: GpuGeneration (topology.hpp).
 // Multi-node LL caps and the network post overhead depend on the host CPU.
 enum class CpuVendor : std::uint8_t { Intel, Amd };
 

@@ -31,6 +31,11 @@ enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet };
 enum class Duplex { Full, Half };
 // The collective library whose per-step overheads apply (DESIGN.md §5.1 `software:`).
 enum class SoftwareModel { Nccl, None };
+// GPU architecture generation (compute capability 7.x, 8.x, 9.x, 10.x+, as NCCL indexes its
+// tables; Ada's 8.9 is in the 8.x row): NCCL's per-architecture
+// tables (nccl_model.hpp) and NVLS (Hopper or later) depend on it. Topologies name a GPU model
+// (`gpu: h100`); gpu_generation_from_string() maps models and generation names to it.
+enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
 
 // Spellings used in YAML and in output ("gpu", "nvswitch", "pcie-switch", "cpu", "nic",
 // "switch"; "nvlink", "pcie", "socket", "infiniband", "roce", "ethernet").
@@ -40,6 +45,20 @@ enum class SoftwareModel { Nccl, None };
 [[nodiscard]] std::optional<DeviceKind> device_kind_from_string(std::string_view text);
 [[nodiscard]] std::optional<Fabric> fabric_from_string(std::string_view text);
 [[nodiscard]] std::optional<SoftwareModel> software_from_string(std::string_view text);
+// "volta", "ampere", "hopper", "blackwell".
+[[nodiscard]] std::string_view to_string(GpuGeneration generation);
+// GPU models and generation names: v100 → Volta; a100, a800, a10, a40 and the Ada cards l4,
+// l40, l40s, rtx4090 → Ampere (NCCL's sm_8x row); h100, h800, h200, gh200 → Hopper; b100,
+// b200, gb200, b300, gb300 → Blackwell; and the four generation names themselves. Lower case.
+[[nodiscard]] std::optional<GpuGeneration> gpu_generation_from_string(std::string_view text);
+// Every spelling gpu_generation_from_string() accepts (for error messages).
+[[nodiscard]] const std::vector<std::string>& gpu_model_names();
+class Topology;
+// The GPUs' generation: the topology's `gpu:` when given, else inferred from the first GPU's
+// NVLink bandwidth per direction (datasheets, REFERENCES.md §5): >= 900 GB/s Blackwell (NVLink5),
+// >= 450 Hopper (NVLink4), >= 300 Ampere (NVLink3), any other NVLink Volta; GPUs without NVLink
+// (PCIe cards) count as Hopper, NCCL model's default. Second item: true when inferred.
+[[nodiscard]] std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology);
 // True for the fabrics that connect servers (InfiniBand, RoCE, Ethernet).
 [[nodiscard]] bool is_network_fabric(Fabric fabric);
 
@@ -131,6 +150,10 @@ class Topology {
   void set_name(std::string name) { name_ = std::move(name); }
   [[nodiscard]] SoftwareModel software() const { return software_; }
   void set_software(SoftwareModel s) { software_ = s; }
+  // The GPUs' generation when the topology names their model (`gpu:`); empty otherwise, and
+  // users of it infer one from the NVLink rate (nccl_gpu_generation() in nccl_model.hpp).
+  [[nodiscard]] std::optional<GpuGeneration> gpu_generation() const { return gpu_generation_; }
+  void set_gpu_generation(std::optional<GpuGeneration> g) { gpu_generation_ = g; }
   [[nodiscard]] const std::optional<CostSpec>& cost() const { return cost_; }
   void set_cost(CostSpec c) { cost_ = std::move(c); }
   [[nodiscard]] const std::optional<RoceOptions>& roce() const { return roce_; }
@@ -166,6 +189,7 @@ class Topology {
  private:
   std::string name_;
   SoftwareModel software_ = SoftwareModel::Nccl;
+  std::optional<GpuGeneration> gpu_generation_;
   std::optional<CostSpec> cost_;
   std::optional<RoceOptions> roce_;
   std::optional<TcpOptions> tcp_;

@@ -40,6 +40,8 @@ nlohmann::ordered_json summary_json(const TopologySummary& s) {
   return {
       {"name", s.name},
       {"gpus", s.gpus},
+      {"gpu_generation", std::string(to_string(s.gpu_generation))},
+      {"gpu_generation_inferred", s.gpu_generation_inferred},
       {"nodes", s.nodes},
       {"devices", devices},
       {"links", links},

@@ -125,22 +125,17 @@ DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus
     throw ConfigError(topology.origin(),
                       fmt::format("NVLS over {} separate NVSwitch planes is not modelled",
                                   common.size()));
-  // NVLS needs NVSwitch gen3 / NVLink4 (Hopper) or later. Topologies carry no GPU generation,
-  // so the NVLink line rate stands for it: H100/H200 450 GB/s per GPU per direction, B200
-  // 900; A100 (NVSwitch gen2, no NVLS) 300, V100 150 (REFERENCES.md §5).
+  // NVLS needs NVSwitch gen3 / NVLink4 (Hopper) or later: the topology's `gpu:`, else the
+  // generation its NVLink rate implies (gpu_generation_of()).
   const DeviceId sw = *common.begin();
-  double rate = 0.0;
-  for (LinkId id : topology.links_of(gpus.front())) {
-    const Link& l = topology.link(id);
-    if ((l.a == sw || l.b == sw) && l.fabric == Fabric::NvLink)
-      rate += l.bandwidth.bytes_per_second();
-  }
-  if (rate < kNvlsMinNvlinkRate * (1.0 - 1e-9))
+  const auto [generation, inferred] = gpu_generation_of(topology);
+  if (generation < GpuGeneration::Hopper)
     throw ConfigError(
         topology.origin(),
-        fmt::format("NVLS needs NVLink4 / NVSwitch gen3 (H100 or later), and GPU '{}' has {:.0f} "
-                    "GB/s of NVLink per direction (< {:.0f}: A100 or older have no NVLS)",
-                    topology.device(gpus.front()).name, rate / 1e9, kNvlsMinNvlinkRate / 1e9));
+        fmt::format("NVLS needs NVLink4 / NVSwitch gen3 (H100 or later), and GPU '{}' is {} ({})",
+                    topology.device(gpus.front()).name, to_string(generation),
+                    inferred ? "from its NVLink rate; set gpu: to name the model"
+                             : "the topology's gpu:"));
   return sw;
 }
 

@@ -29,10 +29,10 @@ constexpr long long kMaxGpus = 262'144;
 constexpr long long kMaxNics = 524'288;      // network endpoints: 2 per GPU at the largest
 constexpr long long kMaxMeshGpus = 32;       // a full NVLink mesh is G(G-1)/2 links per server
 
-const std::vector<std::string> kTemplateKeys{"name", "software", "nodes", "node", "network",
-                                             "cost"};
-const std::vector<std::string> kExplicitKeys{"name", "software", "devices", "links", "cost",
-                                             "roce", "routing", "qps", "ecmp_seed", "tcp"};
+const std::vector<std::string> kTemplateKeys{"name", "software", "gpu", "nodes", "node",
+                                             "network", "cost"};
+const std::vector<std::string> kExplicitKeys{"name", "software", "gpu", "devices", "links",
+                                             "cost", "roce", "routing", "qps", "ecmp_seed", "tcp"};
 const std::vector<std::string> kRouting{"static", "adaptive"};
 constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 const std::vector<std::string> kLinkGroupKeys{"fabric", "switch", "bandwidth", "latency",
@@ -166,6 +166,14 @@ SoftwareModel read_software(const MapReader& r) {
   return *software_from_string(r.opt_choice("software", kSoftware).value_or("nccl"));
 }
 
+// `gpu: h100`: the GPU model (or generation) of every GPU; NCCL's per-architecture tables and
+// NVLS depend on it.
+std::optional<GpuGeneration> read_gpu(const MapReader& r) {
+  const auto model = r.opt_choice("gpu", gpu_model_names());
+  if (!model) return std::nullopt;
+  return gpu_generation_from_string(*model);
+}
+
 // ---- cluster template -----------------------------------------------------------------
 
 NodeSpec read_node(const MapReader& top) {
@@ -269,6 +277,7 @@ ClusterSpec read_cluster(const MapReader& top, const std::string& default_name) 
   spec.origin = top.mark();
   spec.name = top.opt_string("name").value_or(default_name);
   spec.software = read_software(top);
+  spec.gpu = read_gpu(top);
   spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
   spec.node = read_node(top);
   if (top.has("network")) spec.network = read_network(top);
@@ -298,6 +307,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
   Topology topo(top.opt_string("name").value_or(default_name));
   topo.set_origin(top.mark());
   topo.set_software(read_software(top));
+  topo.set_gpu_generation(read_gpu(top));
   if (top.has("cost")) topo.set_cost(read_cost(top));
   if (top.has("roce")) topo.set_roce(read_roce(top, "roce"));
   if (top.has("tcp")) topo.set_tcp(read_tcp(top, "tcp"));

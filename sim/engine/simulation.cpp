@@ -61,6 +61,7 @@ struct Simulation::Impl {
   bool nccl = false;
   BytesPerSecond nccl_bus_bandwidth{0.0};
   LinkClass nccl_intra = LinkClass::NvLink;
+  GpuGeneration nccl_gpu = GpuGeneration::Hopper;  // NCCL's per-architecture tables
   std::unordered_map<std::uint64_t, LinkClass> route_class;
   std::optional<NcclStepCost> nccl_run_cost;
   // Scale of the next Comm's latency (read by the latency model while Comm::start() runs):
@@ -129,6 +130,7 @@ struct Simulation::Impl {
     if (nccl) {
       nccl_bus_bandwidth = nccl_bus_bandwidth_estimate(topo);
       nccl_intra = nccl_intra_class(topo);
+      nccl_gpu = gpu_generation_of(topo).first;
     }
     if (topo.roce()) {
       bool roce_links = false;
@@ -493,6 +495,7 @@ struct Simulation::Impl {
       for (std::uint32_t r = 0; r < p.ranks; ++r) nodes.insert(topology->device(rank_devices[r]).node);
       NcclOptions opts;
       opts.channels = p.channels;
+      opts.gpu = nccl_gpu;
       nccl_run_cost = nccl_cost(p.algorithm, p.op, p.ranks,
                                 static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1)),
                                 nccl_intra, p.total_bytes, nccl_bus_bandwidth, opts);

@@ -58,6 +58,9 @@ std::string format_summary(const TopologySummary& s) {
   std::string out;
   line(out, "name", s.name.empty() ? "(unnamed)" : s.name);
   line(out, "GPUs", plural(s.gpus, "GPU", "GPUs"));
+  line(out, "GPU generation",
+       fmt::format("{}{}", to_string(s.gpu_generation),
+                   s.gpu_generation_inferred ? " (inferred from the NVLink rate; set gpu:)" : ""));
   line(out, "nodes", nodes_text(s));
   line(out, "devices", devices_text(s));
 

@@ -40,6 +40,31 @@ constexpr std::array<std::pair<SoftwareModel, std::string_view>, 2> kSoftwareNam
     {SoftwareModel::None, "none"},
 }};
 
+constexpr std::array<std::pair<GpuGeneration, std::string_view>, 4> kGenerationNames{{
+    {GpuGeneration::Volta, "volta"},
+    {GpuGeneration::Ampere, "ampere"},
+    {GpuGeneration::Hopper, "hopper"},
+    {GpuGeneration::Blackwell, "blackwell"},
+}};
+
+// GPU models by compute capability, which is what NCCL's tables index (major 7, 8, 9, 10+;
+// NVIDIA datasheets): V100 sm_70; A100/A800 sm_80, A10/A40 sm_86, L4/L40/L40S/RTX 4090 sm_89
+// (Ada, NCCL's sm_8x row); H100/H800/H200/GH200 sm_90; B100/B200/GB200 sm_100, B300/GB300
+// sm_103.
+constexpr std::array<std::pair<GpuGeneration, std::string_view>, 22> kGpuModels{{
+    {GpuGeneration::Volta, "v100"},       {GpuGeneration::Ampere, "a100"},
+    {GpuGeneration::Ampere, "a800"},      {GpuGeneration::Ampere, "a10"},
+    {GpuGeneration::Ampere, "a40"},       {GpuGeneration::Ampere, "l4"},
+    {GpuGeneration::Ampere, "l40"},       {GpuGeneration::Ampere, "l40s"},
+    {GpuGeneration::Ampere, "rtx4090"},   {GpuGeneration::Hopper, "h100"},
+    {GpuGeneration::Hopper, "h800"},      {GpuGeneration::Hopper, "h200"},
+    {GpuGeneration::Hopper, "gh200"},     {GpuGeneration::Blackwell, "b100"},
+    {GpuGeneration::Blackwell, "b200"},   {GpuGeneration::Blackwell, "gb200"},
+    {GpuGeneration::Blackwell, "b300"},   {GpuGeneration::Blackwell, "gb300"},
+    {GpuGeneration::Volta, "volta"},      {GpuGeneration::Ampere, "ampere"},
+    {GpuGeneration::Hopper, "hopper"},    {GpuGeneration::Blackwell, "blackwell"},
+}};
+
 template <typename Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum v) {
   for (const auto& [value, name] : table)
@@ -69,6 +94,34 @@ std::optional<Fabric> fabric_from_string(std::string_view text) {
 std::optional<SoftwareModel> software_from_string(std::string_view text) {
   return value_of(kSoftwareNames, text);
 }
+std::string_view to_string(GpuGeneration generation) {
+  return name_of(kGenerationNames, generation);
+}
+std::optional<GpuGeneration> gpu_generation_from_string(std::string_view text) {
+  return value_of(kGpuModels, text);
+}
+const std::vector<std::string>& gpu_model_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [value, name] : kGpuModels) out.emplace_back(name);
+    return out;
+  }();
+  return names;
+}
+std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology) {
+  if (topology.gpu_generation()) return {*topology.gpu_generation(), false};
+  double nvlink = 0.0;
+  if (!topology.gpus().empty())
+    for (LinkId id : topology.links_of(topology.gpus().front()))
+      if (topology.link(id).fabric == Fabric::NvLink)
+        nvlink += topology.link(id).bandwidth.bytes_per_second();
+  constexpr double kTolerance = 1.0 - 1e-9;
+  if (nvlink >= 900e9 * kTolerance) return {GpuGeneration::Blackwell, true};
+  if (nvlink >= 450e9 * kTolerance || nvlink == 0.0) return {GpuGeneration::Hopper, true};
+  if (nvlink >= 300e9 * kTolerance) return {GpuGeneration::Ampere, true};
+  return {GpuGeneration::Volta, true};
+}
+
 bool is_network_fabric(Fabric fabric) {
   return fabric == Fabric::InfiniBand || fabric == Fabric::Roce || fabric == Fabric::Ethernet;
 }

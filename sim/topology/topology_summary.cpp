@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -349,6 +350,7 @@ TopologySummary summarize(const Topology& topology) {
   summary.name = topology.name();
   summary.gpus = topology.gpu_count();
   summary.nodes = topology.node_count();
+  std::tie(summary.gpu_generation, summary.gpu_generation_inferred) = gpu_generation_of(topology);
   for (const Device& device : topology.devices()) ++summary.devices[device.kind];
   for (const Link& link : topology.links()) {
     FabricLinks& f = summary.links[link.fabric];
