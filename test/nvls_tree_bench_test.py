@@ -11,6 +11,7 @@ On aws-p5-2node-efa.yaml (2 x 8 H100, 400 Gb/s of EFA per GPU):
   * `--algo auto` runs NVLSTree there and NVLS on one server (aws-p5-1node.yaml);
   * an A100 cluster (NVLink3, no NVLS) refuses --algo nvlstree with exit 2 and a reason;
   * NVLS follows the topology's `gpu:` (an H100 server declared as A100s refuses it);
+  * node.intra.nvls_efficiency scales NVLS's busbw;
   * the tree latency regression: a 2-server tree at 8 B pays both network crossings in step
     fidelity as in flow fidelity (aws-p4de-2node-efa.yaml).
 """
@@ -73,6 +74,17 @@ def main():
         check("nvls follows gpu: (h100 server declared a100)",
               r.returncode == 2 and "ampere (the topology's gpu:)" in r.stderr,
               f"exit {r.returncode}, {r.stderr.strip()!r}")
+    # node.intra.nvls_efficiency overrides NVLS's share of the port: busbw scales with it.
+    with tempfile.TemporaryDirectory() as tmp:
+        text = open(os.path.join(topo_dir, "dgx-h100.yaml"), encoding="utf-8").read()
+        half = os.path.join(tmp, "half-nvls.yaml")
+        with open(half, "w", encoding="utf-8") as f:
+            f.write(text.replace("switch: true", "switch: true\n    nvls_efficiency: 0.38", 1))
+        base = bench(gradsync, os.path.join(topo_dir, "dgx-h100.yaml"), "nvls", "16GiB")
+        slow = bench(gradsync, half, "nvls", "16GiB")
+        ratio = slow["busbw_GBps"] / base["busbw_GBps"]
+        check("nvls_efficiency 0.38 halves NVLS busbw (default 0.76)", abs(ratio - 0.5) <= 0.02,
+              f"{slow['busbw_GBps']:.1f} / {base['busbw_GBps']:.1f} = {ratio:.3f}")
     p4de = os.path.join(topo_dir, "aws-p4de-2node-efa.yaml")
     step = bench(gradsync, p4de, "tree", "8B", "step")["time_us"]
     flow = bench(gradsync, p4de, "tree", "8B", "flow")["time_us"]

@@ -443,3 +443,26 @@ node:
     CHECK(gpu_generation_from_string(name).has_value());
   CHECK(to_string(GpuGeneration::Blackwell) == "blackwell");
 }
+
+TEST_CASE("nvls_efficiency: node.intra (NVSwitch servers) or top level (explicit form)") {
+  const TopologyFile def = load_topology_text(R"(nodes: 1
+node:
+  gpus: 8
+  intra: {fabric: nvlink, switch: true, bandwidth: 450GB/s, latency: 300ns}
+)", "default.yaml");
+  CHECK_FALSE(def.topology.nvls_efficiency().has_value());
+  const TopologyFile set = load_topology_text(R"(nodes: 1
+node:
+  gpus: 8
+  intra: {fabric: nvlink, switch: true, bandwidth: 450GB/s, latency: 300ns, nvls_efficiency: 0.7}
+)", "set.yaml");
+  CHECK(set.topology.nvls_efficiency() == doctest::Approx(0.7));
+  const TopologyFile expl = load_topology_text(R"(nvls_efficiency: 0.65
+devices:
+  - {name: "gpu[0-1]", kind: gpu}
+  - {name: nvs, kind: nvswitch}
+links:
+  - {between: ["gpu[0-1]", nvs], fabric: nvlink, bandwidth: 450GB/s, latency: 300ns}
+)", "explicit.yaml");
+  CHECK(expl.topology.nvls_efficiency() == doctest::Approx(0.65));
+}

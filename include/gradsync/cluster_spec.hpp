@@ -46,6 +46,9 @@ struct NodeSpec {
   // Device::p2p). Default true: CUDA peer access between GPUs under one PCIe switch is
   // supported on data-center GPUs (sim/fabric/README.md, PCIe).
   bool pcie_p2p = true;
+  // nvlink with switch: NVLS's share of the GPU port (node.intra.nvls_efficiency); empty =
+  // kNvlsBandwidthFactor.
+  std::optional<double> nvls_efficiency;
   int sockets = 1;                       // CPU sockets; GPUs and NICs split evenly across them
   std::optional<LinkGroupSpec> socket_link;  // CPU-CPU link (UPI / xGMI) when sockets > 1
   int nics = 0;                          // nics == gpus: one NIC per GPU (rail-optimized)

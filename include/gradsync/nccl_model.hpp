@@ -61,6 +61,17 @@ enum class CpuVendor : std::uint8_t { Intel, Amd };
 [[nodiscard]] LinkClass route_link_class(std::span<const Fabric> fabrics);
 [[nodiscard]] LinkClass route_link_class(const Topology& topology, const Route& route);
 
+// NVLS (NVLink SHARP, Algorithm::Nvls) bandwidth: the share of a GPU port's NVLink effective
+// bandwidth (the Ring-calibrated default efficiency 0.80, fabric_defaults.cpp) that NVLS
+// push/pull traffic gets; the engine scales NVLS transfers by it (NcclStepCost::
+// bandwidth_factor). Sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw 480 GB/s
+// (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12, REFERENCES.md §5) and AWS-p5x1-
+// 8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS moves S
+// each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360) = 0.762.
+// Not re-fitted for Blackwell (GTC-B200-NVLS 850 vs 953 predicted, +12 %). A topology's
+// nvls_efficiency (node.intra.nvls_efficiency) overrides it.
+inline constexpr double kNvlsBandwidthFactor = 0.76;
+
 struct NcclOptions {
   GpuGeneration gpu = GpuGeneration::Hopper;
   CpuVendor cpu = CpuVendor::Intel;
@@ -70,17 +81,10 @@ struct NcclOptions {
   // NCCL_PROTO=^LL128 when false. LL128 is also off unless the intra-node class is NvLink
   // (NCCL enables it only up to PATH_NVB inside a node).
   bool allow_ll128 = true;
+  // NVLS / NVLSTree: the NVLink legs' share of the port (default kNvlsBandwidthFactor; the
+  // topology's nvls_efficiency overrides it).
+  double nvls_efficiency = kNvlsBandwidthFactor;
 };
-
-// NVLS (NVLink SHARP, Algorithm::Nvls) bandwidth: the share of a GPU port's NVLink effective
-// bandwidth (the Ring-calibrated default efficiency 0.80, fabric_defaults.cpp) that NVLS
-// push/pull traffic gets; the engine scales NVLS transfers by it (NcclStepCost::
-// bandwidth_factor). Sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw 480 GB/s
-// (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12, REFERENCES.md §5) and AWS-p5x1-
-// 8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS moves S
-// each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360) = 0.762.
-// Not re-fitted for Blackwell (GTC-B200-NVLS 850 vs 958 predicted, +13 %).
-inline constexpr double kNvlsBandwidthFactor = 0.76;
 
 // NCCL's raw tables (2.30.7), for Ring and Tree (and NVLS: base 0, NVLink hop 25 µs, NET hop
 // 18 µs; NVLSTree: base 0, NVLink 25 µs, NET 20.9 µs; both Simple only, other protocols or PCI

@@ -154,6 +154,11 @@ class Topology {
   // users of it infer one from the NVLink rate (nccl_gpu_generation() in nccl_model.hpp).
   [[nodiscard]] std::optional<GpuGeneration> gpu_generation() const { return gpu_generation_; }
   void set_gpu_generation(std::optional<GpuGeneration> g) { gpu_generation_ = g; }
+  // NVLS's share of a GPU port's effective NVLink bandwidth (node.intra.nvls_efficiency, or
+  // `nvls_efficiency:` in the explicit form); empty = the default, kNvlsBandwidthFactor
+  // (nccl_model.hpp).
+  [[nodiscard]] std::optional<double> nvls_efficiency() const { return nvls_efficiency_; }
+  void set_nvls_efficiency(std::optional<double> e) { nvls_efficiency_ = e; }
   [[nodiscard]] const std::optional<CostSpec>& cost() const { return cost_; }
   void set_cost(CostSpec c) { cost_ = std::move(c); }
   [[nodiscard]] const std::optional<RoceOptions>& roce() const { return roce_; }
@@ -190,6 +195,7 @@ class Topology {
   std::string name_;
   SoftwareModel software_ = SoftwareModel::Nccl;
   std::optional<GpuGeneration> gpu_generation_;
+  std::optional<double> nvls_efficiency_;
   std::optional<CostSpec> cost_;
   std::optional<RoceOptions> roce_;
   std::optional<TcpOptions> tcp_;

@@ -31,12 +31,14 @@ constexpr long long kMaxMeshGpus = 32;       // a full NVLink mesh is G(G-1)/2 l
 
 const std::vector<std::string> kTemplateKeys{"name", "software", "gpu", "nodes", "node",
                                              "network", "cost"};
-const std::vector<std::string> kExplicitKeys{"name", "software", "gpu", "devices", "links",
-                                             "cost", "roce", "routing", "qps", "ecmp_seed", "tcp"};
+const std::vector<std::string> kExplicitKeys{"name",      "software", "gpu",       "devices",
+                                             "links",     "cost",     "roce",      "routing",
+                                             "qps",       "ecmp_seed", "tcp",
+                                             "nvls_efficiency"};
 const std::vector<std::string> kRouting{"static", "adaptive"};
 constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
-const std::vector<std::string> kLinkGroupKeys{"fabric", "switch", "bandwidth", "latency",
-                                              "efficiency", "p2p"};
+const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth", "latency",
+                                              "efficiency", "p2p",    "nvls_efficiency"};
 const std::vector<std::string> kSoftware{"nccl", "none"};
 const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet"};
 const std::vector<std::string> kShapes{"single-switch", "leaf-spine", "fat-tree",
@@ -45,6 +47,16 @@ const std::vector<std::string> kDeviceKinds{"gpu", "nvswitch", "pcie-switch", "c
                                             "switch"};
 const std::vector<std::string> kFabrics{"nvlink", "pcie", "socket", "infiniband", "roce",
                                         "ethernet"};
+
+// NVLS's share of the GPU port's effective NVLink bandwidth (nccl_model.hpp,
+// kNvlsBandwidthFactor), when the file overrides it.
+std::optional<double> nvls_efficiency_of(const MapReader& r) {
+  const auto e = r.opt_number("nvls_efficiency");
+  if (e && !(*e > 0.0 && *e <= 1.0))
+    r.fail("nvls_efficiency",
+           fmt::format("must be in (0, 1] (NVLS's share of the NVLink port), got {}", *e));
+  return e;
+}
 
 std::optional<double> efficiency_of(const MapReader& r) {
   const auto e = r.opt_number("efficiency");
@@ -204,6 +216,12 @@ NodeSpec read_node(const MapReader& top) {
                                 "already turns at the CPU root complex)");
       n.pcie_p2p = *p2p;
     }
+    if (intra.has("nvls_efficiency")) {
+      if (fabric != Fabric::NvLink || !has_switch)
+        intra.fail("nvls_efficiency", "applies to fabric: nvlink with switch: true only (NVLS "
+                                      "reduces in the NVSwitch)");
+      n.nvls_efficiency = nvls_efficiency_of(intra);
+    }
   }
   n.sockets = static_cast<int>(r.opt_integer("sockets", 1, 8).value_or(1));
   if (r.has("socket_link")) {
@@ -308,6 +326,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
   topo.set_origin(top.mark());
   topo.set_software(read_software(top));
   topo.set_gpu_generation(read_gpu(top));
+  topo.set_nvls_efficiency(nvls_efficiency_of(top));
   if (top.has("cost")) topo.set_cost(read_cost(top));
   if (top.has("roce")) topo.set_roce(read_roce(top, "roce"));
   if (top.has("tcp")) topo.set_tcp(read_tcp(top, "tcp"));

@@ -62,6 +62,7 @@ struct Simulation::Impl {
   BytesPerSecond nccl_bus_bandwidth{0.0};
   LinkClass nccl_intra = LinkClass::NvLink;
   GpuGeneration nccl_gpu = GpuGeneration::Hopper;  // NCCL's per-architecture tables
+  double nvls_efficiency = kNvlsBandwidthFactor;   // the topology's, or the default
   std::unordered_map<std::uint64_t, LinkClass> route_class;
   std::optional<NcclStepCost> nccl_run_cost;
   // Scale of the next Comm's latency (read by the latency model while Comm::start() runs):
@@ -131,6 +132,7 @@ struct Simulation::Impl {
       nccl_bus_bandwidth = nccl_bus_bandwidth_estimate(topo);
       nccl_intra = nccl_intra_class(topo);
       nccl_gpu = gpu_generation_of(topo).first;
+      nvls_efficiency = topo.nvls_efficiency().value_or(kNvlsBandwidthFactor);
     }
     if (topo.roce()) {
       bool roce_links = false;
@@ -496,6 +498,7 @@ struct Simulation::Impl {
       NcclOptions opts;
       opts.channels = p.channels;
       opts.gpu = nccl_gpu;
+      opts.nvls_efficiency = nvls_efficiency;
       nccl_run_cost = nccl_cost(p.algorithm, p.op, p.ranks,
                                 static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1)),
                                 nccl_intra, p.total_bytes, nccl_bus_bandwidth, opts);

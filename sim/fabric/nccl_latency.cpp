@@ -240,10 +240,10 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.steps = 2;
     c.inter_steps = 0;
     c.protocol_factor = 1.0;
-    c.bandwidth_factor = kNvlsBandwidthFactor;
-    c.bandwidth_factor_net = kNvlsBandwidthFactor;
+    c.bandwidth_factor = options.nvls_efficiency;
+    c.bandwidth_factor_net = options.nvls_efficiency;
     c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
-    const double alg_bw = bus * kNvlsBandwidthFactor;
+    const double alg_bw = bus * options.nvls_efficiency;
     c.predicted = Seconds(
         (kNvlsBaseLat + kNvlsNvlinkHopLat + bytes.bytes() / (1000.0 * alg_bw)) * kUs);
     return c;
@@ -260,11 +260,11 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.inter_steps = 2 * levels;
     c.steps = 4 + c.inter_steps;
     c.protocol_factor = 1.0;
-    c.bandwidth_factor = kNvlsBandwidthFactor;
+    c.bandwidth_factor = options.nvls_efficiency;
     c.bandwidth_factor_net = 1.0;
     const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + c.inter_steps * kNvlsTreeNetHopLat;
     c.latency = Seconds(lat_us * kUs);
-    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * kNvlsBandwidthFactor)) * kUs);
+    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * options.nvls_efficiency)) * kUs);
     return c;
   }
 
