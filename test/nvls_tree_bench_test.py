@@ -31,6 +31,17 @@ def bench(gradsync, topology, algo, size, fidelity="auto"):
     return rows[0]
 
 
+def variant(topology, tmp, old, new):
+    """A copy of `topology` in `tmp` with the first `old` replaced by `new`; returns its path."""
+    with open(topology, encoding="utf-8") as f:
+        text = f.read()
+    assert old in text, (topology, old)
+    path = os.path.join(tmp, f"variant-{len(os.listdir(tmp))}.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(old, new, 1))
+    return path
+
+
 def main():
     gradsync = os.environ.get("GRADSYNC", "gradsync")
     topo_dir = sys.argv[1]
@@ -63,24 +74,18 @@ def main():
     check("nvlstree on A100 servers is bad input",
           r.returncode == 2 and "NVLink4" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
           f"exit {r.returncode}, {r.stderr.strip()!r}")
-    # The topology's gpu: decides NVLS, not the NVLink rate: an H100 server declared as A100s.
+    dgx = os.path.join(topo_dir, "dgx-h100.yaml")
     with tempfile.TemporaryDirectory() as tmp:
-        text = open(os.path.join(topo_dir, "dgx-h100.yaml"), encoding="utf-8").read()
-        declared = os.path.join(tmp, "declared-a100.yaml")
-        with open(declared, "w", encoding="utf-8") as f:
-            f.write(text.replace("gpu: h100", "gpu: a100", 1))
+        # The topology's gpu: decides NVLS, not the NVLink rate: an H100 server declared A100s.
+        declared = variant(dgx, tmp, "gpu: h100", "gpu: a100")
         r = subprocess.run([gradsync, "bench", declared, "--algo", "nvls", "--min", "1MiB",
                             "--max", "1MiB"], capture_output=True, text=True)
         check("nvls follows gpu: (h100 server declared a100)",
               r.returncode == 2 and "ampere (the topology's gpu:)" in r.stderr,
               f"exit {r.returncode}, {r.stderr.strip()!r}")
-    # node.intra.nvls_efficiency overrides NVLS's share of the port: busbw scales with it.
-    with tempfile.TemporaryDirectory() as tmp:
-        text = open(os.path.join(topo_dir, "dgx-h100.yaml"), encoding="utf-8").read()
-        half = os.path.join(tmp, "half-nvls.yaml")
-        with open(half, "w", encoding="utf-8") as f:
-            f.write(text.replace("switch: true", "switch: true\n    nvls_efficiency: 0.38", 1))
-        base = bench(gradsync, os.path.join(topo_dir, "dgx-h100.yaml"), "nvls", "16GiB")
+        # node.intra.nvls_efficiency overrides NVLS's share of the port: busbw scales with it.
+        half = variant(dgx, tmp, "switch: true", "switch: true\n    nvls_efficiency: 0.38")
+        base = bench(gradsync, dgx, "nvls", "16GiB")
         slow = bench(gradsync, half, "nvls", "16GiB")
         ratio = slow["busbw_GBps"] / base["busbw_GBps"]
         check("nvls_efficiency 0.38 halves NVLS busbw (default 0.76)", abs(ratio - 0.5) <= 0.02,
