@@ -83,7 +83,8 @@ struct Simulation::Impl {
     DeviceId src = 0;
     DeviceId dst = 0;
     std::uint32_t qp = 0;
-    double cap = 0.0;  // rate cap set at start (B/s), 0 = none
+    double cap = 0.0;       // bandwidth factor set at start (PFC rate / max-min share), 0 = none
+    double cap_rate = 0.0;  // the PFC rate behind it (B/s), 0 = none
   };
   std::unordered_map<const sg4::Activity*, InFlight> in_flight;
   std::unordered_map<TransferId, std::uint32_t> parts_left;  // transfers split over QPs
@@ -236,7 +237,7 @@ struct Simulation::Impl {
   // Starts the Comms of one transfer: one, or one per queue pair (each wire/Q bytes from its own
   // source host). `caps`: a bandwidth factor per part (PFC rate / max-min share; 0 = none).
   void launch(DeviceId src, DeviceId dst, double wire, TransferId id,
-              const std::vector<double>& caps) {
+              const std::vector<double>& caps, const std::vector<double>& cap_rates = {}) {
     const PlatformRoute* route = platform.find_route(src, dst);
     const std::size_t parts =
         route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
@@ -253,7 +254,8 @@ struct Simulation::Impl {
       // The cap goes through the bandwidth-factor callback (read while start() runs).
       next_rate_cap = cap;
       in_flight.emplace(comm.get(),
-                        InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap});
+                        InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap,
+                                 q < cap_rates.size() ? cap_rates[q] : 0.0});
       ++started;
       comm->start();
       next_rate_cap = 0.0;
@@ -352,7 +354,7 @@ struct Simulation::Impl {
       flows.push_back(std::move(f));
     };
     if (roce_tier == RoceTier::PfcWithoutEcn)
-      for (const auto& [activity, f] : in_flight) add_flow(f.src, f.dst, f.qp, f.cap);
+      for (const auto& [activity, f] : in_flight) add_flow(f.src, f.dst, f.qp, f.cap_rate);
     const std::size_t first_new = flows.size();
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const PlatformRoute* route = platform.find_route(batch[b].src, batch[b].dst);
@@ -362,7 +364,7 @@ struct Simulation::Impl {
         if (roce_tier == RoceTier::PfcWithoutEcn) add_flow(batch[b].src, batch[b].dst, q, 0.0);
       }
     }
-    std::vector<std::vector<double>> caps(batch.size());
+    std::vector<std::vector<double>> caps(batch.size()), cap_rates(batch.size());
     std::vector<double> extra(batch.size(), 0.0);
     const auto& links = topology->links();
     if (roce_tier == RoceTier::PfcWithoutEcn) {
@@ -380,9 +382,13 @@ struct Simulation::Impl {
       for (std::size_t k = 0; k < parts.size(); ++k) {
         const std::size_t f = first_new + k;
         auto& c = caps[parts[k].batch_index];
+        auto& r = cap_rates[parts[k].batch_index];
         c.resize(parts[k].qp + 1, 0.0);
-        if (std::isfinite(pfc[f]) && pfc[f] > 0.0 && pfc[f] < fair[f] * (1.0 - 1e-6))
+        r.resize(parts[k].qp + 1, 0.0);
+        if (std::isfinite(pfc[f]) && pfc[f] > 0.0 && pfc[f] < fair[f] * (1.0 - 1e-6)) {
           c[parts[k].qp] = pfc[f] / fair[f];
+          r[parts[k].qp] = pfc[f];  // the fluid model of later batches takes the rate (B/s)
+        }
       }
     } else if (roce_tier == RoceTier::Lossy) {
       // Synchronized first burst: per switch egress port, the batch's parts each put
@@ -415,7 +421,7 @@ struct Simulation::Impl {
     for (std::size_t b = 0; b < batch.size(); ++b) {
       next_latency_scale = batch[b].latency_scale;
       next_extra_latency = extra[b];
-      launch(batch[b].src, batch[b].dst, batch[b].wire, batch[b].id, caps[b]);
+      launch(batch[b].src, batch[b].dst, batch[b].wire, batch[b].id, caps[b], cap_rates[b]);
     }
     next_latency_scale = 1.0;
     next_extra_latency = 0.0;
