@@ -415,6 +415,30 @@ TEST_CASE("nccl_cost NVLSTree: 25 us NVLink hop over four legs, 20.9 us per tree
                   std::invalid_argument);
 }
 
+TEST_CASE("NVLS factor per GPU generation: Hopper's, scaled by NCCL's nvlsEfficiency ratio") {
+  CHECK(nvls_bandwidth_factor(GpuGeneration::Hopper) == kNvlsBandwidthFactor);
+  const double blackwell = nvls_bandwidth_factor(GpuGeneration::Blackwell);
+  CHECK(blackwell == doctest::Approx(0.76 * 0.74 / 0.85));
+  // 8x B200 (NVLink5 900 GB/s x 0.80): GTC-B200-NVLS 850 GB/s within 3 %, and GB200 NVL72
+  // (72 GPUs) against GTC-GB200-NVL72-SHARP 850 within 15 %; neither row set the factor.
+  CHECK(1.75 * 720.0 * blackwell == doctest::Approx(850.0).epsilon(0.03));
+  CHECK(2.0 * 71.0 / 72.0 * 720.0 * blackwell == doctest::Approx(850.0).epsilon(0.15));
+  // The engine takes the generation's default unless the topology sets nvls_efficiency.
+  NcclOptions options;
+  options.gpu = GpuGeneration::Blackwell;
+  const BytesPerSecond bus(720e9);
+  const auto nvls = [&] {
+    return nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 9, 1, LinkClass::NvLink,
+                     Bytes(1073741824.0), bus, options);
+  };
+  CHECK(nvls().bandwidth_factor == doctest::Approx(blackwell));
+  options.nvls_efficiency = 0.5;
+  CHECK(nvls().bandwidth_factor == doctest::Approx(0.5));
+  CHECK(nccl_cost(Algorithm::NvlsTree, CollectiveOp::AllReduce, 18, 2, LinkClass::NvLink,
+                  Bytes(1073741824.0), bus, options)
+            .bandwidth_factor == doctest::Approx(0.5));
+}
+
 TEST_CASE("nccl_cost NVLS: base 0, 25 us NVLink hop split over push and pull, Simple only") {
   const BytesPerSecond bus(360e9);
   const NcclStepCost c = nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 9, 1,

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -64,13 +65,23 @@ enum class CpuVendor : std::uint8_t { Intel, Amd };
 // NVLS (NVLink SHARP, Algorithm::Nvls) bandwidth: the share of a GPU port's NVLink effective
 // bandwidth (the Ring-calibrated default efficiency 0.80, fabric_defaults.cpp) that NVLS
 // push/pull traffic gets; the engine scales NVLS transfers by it (NcclStepCost::
-// bandwidth_factor). Sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw 480 GB/s
-// (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12, REFERENCES.md §5) and AWS-p5x1-
-// 8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS moves S
-// each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360) = 0.762.
-// Not re-fitted for Blackwell (GTC-B200-NVLS 850 vs 953 predicted, +12 %). A topology's
-// nvls_efficiency (node.intra.nvls_efficiency) overrides it.
+// bandwidth_factor). Hopper's is sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw
+// 480 GB/s (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12, REFERENCES.md §5) and
+// AWS-p5x1-8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS
+// moves S each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360)
+// = 0.762. A topology's nvls_efficiency (node.intra.nvls_efficiency) overrides it.
 inline constexpr double kNvlsBandwidthFactor = 0.76;
+// NCCL's own NVLS efficiency per architecture (2.30.7 src/tuning/nvls.cc, nvlsEfficiency:
+// Hopper 0.85, Blackwell 0.74): the NVSwitch's reduction throughput grows less than NVLink5's
+// line rate. gradsync keeps NCCL's ratio between generations, not its absolute value (NCCL
+// applies it to its own channel bandwidth, gradsync to the calibrated port rate).
+inline constexpr double kNcclNvlsEfficiencyHopper = 0.85;
+inline constexpr double kNcclNvlsEfficiencyBlackwell = 0.74;
+// The default NVLS factor of a GPU generation: kNvlsBandwidthFactor on Hopper (and on earlier
+// generations, which have no NVLS); Blackwell 0.76 · 0.74 / 0.85 = 0.662, derived, not fitted
+// on a Blackwell row: GTC-B200-NVLS 850 GB/s → 834 predicted (0.98×), GTC-GB200-NVL72-SHARP
+// 850 → 940 (1.11×, 72 GPUs).
+[[nodiscard]] double nvls_bandwidth_factor(GpuGeneration gpu);
 
 struct NcclOptions {
   GpuGeneration gpu = GpuGeneration::Hopper;
@@ -81,9 +92,13 @@ struct NcclOptions {
   // NCCL_PROTO=^LL128 when false. LL128 is also off unless the intra-node class is NvLink
   // (NCCL enables it only up to PATH_NVB inside a node).
   bool allow_ll128 = true;
-  // NVLS / NVLSTree: the NVLink legs' share of the port (default kNvlsBandwidthFactor; the
-  // topology's nvls_efficiency overrides it).
-  double nvls_efficiency = kNvlsBandwidthFactor;
+  // NVLS / NVLSTree: the NVLink legs' share of the port (the topology's nvls_efficiency);
+  // empty = nvls_bandwidth_factor(gpu).
+  std::optional<double> nvls_efficiency;
+
+  [[nodiscard]] double nvls_factor() const {
+    return nvls_efficiency.value_or(nvls_bandwidth_factor(gpu));
+  }
 };
 
 // NCCL's raw tables (2.30.7), for Ring and Tree (and NVLS: base 0, NVLink hop 25 µs, NET hop
@@ -131,12 +146,11 @@ struct NcclStepCost {
 // bandwidth the topology can sustain (NCCL's nChannels · bw; nccl_bus_bandwidth_estimate()).
 // Tree supports AllReduce only (as NCCL). Nvls: AllReduce, Simple, NvLink, one node (else
 // invalid_argument); base 0, per_step_intra = 12.5 µs per leg (push, pull: NCCL's 25 µs NVLink
-// hop split over the two), steps 2, bandwidth_factor kNvlsBandwidthFactor, predicted = 25 µs +
-// S / (bus · kNvlsBandwidthFactor). NvlsTree: AllReduce, Simple, NvLink; base 0, per_step_intra
+// hop split over the two), steps 2, bandwidth_factor options.nvls_factor(), predicted = 25 µs +
+// S / (bus · that factor). NvlsTree: AllReduce, Simple, NvLink; base 0, per_step_intra
 // 6.25 µs (four NVLink legs share NCCL's 25 µs hop), per_step_inter 20.9 µs, steps 4 + 2·log2i
-// (nodes), bandwidth_factor kNvlsBandwidthFactor on NVLink legs and 1 on network legs
-// (bandwidth_factor_net), predicted = 25 + 2·log2i(nodes)·20.9 µs + S / (bus ·
-// kNvlsBandwidthFactor). Hierarchical and ParameterServer get Ring's constants
+// (nodes), bandwidth_factor options.nvls_factor() on NVLink legs and 1 on network legs
+// (bandwidth_factor_net), predicted = 25 + 2·log2i(nodes)·20.9 µs + S / (bus · that factor). Hierarchical and ParameterServer get Ring's constants
 // and bandwidths with their own step counts (hierarchical 2(ppn−1) + 2(nodes−1), of which
 // 2(nodes−1) across nodes; ps 2); their `predicted` is only indicative. One rank costs nothing.
 // Throws std::invalid_argument on impossible input. Allocation-free, a few dozen flops: call it

@@ -62,7 +62,7 @@ struct Simulation::Impl {
   BytesPerSecond nccl_bus_bandwidth{0.0};
   LinkClass nccl_intra = LinkClass::NvLink;
   GpuGeneration nccl_gpu = GpuGeneration::Hopper;  // NCCL's per-architecture tables
-  double nvls_efficiency = kNvlsBandwidthFactor;   // the topology's, or the default
+  std::optional<double> nvls_efficiency;  // the topology's; empty = the GPU generation's default
   std::unordered_map<std::uint64_t, LinkClass> route_class;
   std::optional<NcclStepCost> nccl_run_cost;
   // Scale of the next Comm's latency (read by the latency model while Comm::start() runs):
@@ -133,7 +133,7 @@ struct Simulation::Impl {
       nccl_bus_bandwidth = nccl_bus_bandwidth_estimate(topo);
       nccl_intra = nccl_intra_class(topo);
       nccl_gpu = gpu_generation_of(topo).first;
-      nvls_efficiency = topo.nvls_efficiency().value_or(kNvlsBandwidthFactor);
+      nvls_efficiency = topo.nvls_efficiency();
     }
     if (topo.roce()) {
       bool roce_links = false;

@@ -176,6 +176,12 @@ LinkClass route_link_class(const Topology& topology, const Route& route) {
   return worst;
 }
 
+double nvls_bandwidth_factor(GpuGeneration gpu) {
+  if (gpu == GpuGeneration::Blackwell)
+    return kNvlsBandwidthFactor * kNcclNvlsEfficiencyBlackwell / kNcclNvlsEfficiencyHopper;
+  return kNvlsBandwidthFactor;
+}
+
 Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol) {
   if (algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree)
     return Seconds(kNvlsBaseLat * kUs);
@@ -232,7 +238,7 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
   if (ranks == 1) return c;  // NCCL: nothing to do (a local copy)
   if (algorithm == Algorithm::Nvls) {
     // Push and pull legs, each half of NCCL's single NVLink hop; bandwidth: the GPU port at
-    // kNvlsBandwidthFactor of its effective bandwidth, S each way (algBw = that port rate).
+    // options.nvls_factor() of its effective bandwidth, S each way (algBw = that port rate).
     const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s
     c.base = Seconds(kNvlsBaseLat * kUs);
     c.per_step_intra = Seconds(kNvlsNvlinkHopLat / 2.0 * kUs);
@@ -240,10 +246,10 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.steps = 2;
     c.inter_steps = 0;
     c.protocol_factor = 1.0;
-    c.bandwidth_factor = options.nvls_efficiency;
-    c.bandwidth_factor_net = options.nvls_efficiency;
+    c.bandwidth_factor = options.nvls_factor();
+    c.bandwidth_factor_net = options.nvls_factor();
     c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
-    const double alg_bw = bus * options.nvls_efficiency;
+    const double alg_bw = bus * options.nvls_factor();
     c.predicted = Seconds(
         (kNvlsBaseLat + kNvlsNvlinkHopLat + bytes.bytes() / (1000.0 * alg_bw)) * kUs);
     return c;
@@ -260,11 +266,11 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.inter_steps = 2 * levels;
     c.steps = 4 + c.inter_steps;
     c.protocol_factor = 1.0;
-    c.bandwidth_factor = options.nvls_efficiency;
+    c.bandwidth_factor = options.nvls_factor();
     c.bandwidth_factor_net = 1.0;
     const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + c.inter_steps * kNvlsTreeNetHopLat;
     c.latency = Seconds(lat_us * kUs);
-    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * options.nvls_efficiency)) * kUs);
+    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * options.nvls_factor())) * kUs);
     return c;
   }
 

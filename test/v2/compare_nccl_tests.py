@@ -115,6 +115,10 @@ SYSTEMS = [
     dict(prefix="GTC-H100-NVL4", topology="dgx-h100.yaml", algo="ring", gpu="hopper"),
     dict(prefix="GTC-B200-NVL5", topology="dgx-b200.yaml", algo="ring", gpu="blackwell"),
     dict(prefix="GTC-GB200-NVL72", topology="gb200-nvl72.yaml", algo="ring", gpu="blackwell"),
+    # NVLink SHARP over the 72-GPU domain (algorithm NVLS). Blackwell's NVLS factor is derived
+    # from Hopper's and NCCL's nvlsEfficiency ratio, not fitted on this row or on GTC-B200-NVLS.
+    dict(prefix="GTC-GB200-NVL72-SHARP", topology="gb200-nvl72.yaml", algo="nvls",
+         gpu="blackwell"),
     dict(prefix="GTC-PCIeGen4", topology="pcie-8gpu-gen4.yaml", algo="ring", gpu="ampere"),
     dict(prefix="GTC-PCIeGen5", topology="pcie-8gpu-gen5.yaml", algo="ring", gpu="hopper"),
     dict(prefix="GTC-DGXA100-8x200G", topology="dgx-a100-4node-hdr-ib.yaml", gpu="ampere",
@@ -472,9 +476,12 @@ def skip_reason(row):
     if row["collective"] != "all_reduce":
         return f"collective {row['collective']}"
     # The algorithm the run used, when the source names it: CollNet and SHARP reduce inside
-    # InfiniBand switches, which gradsync does not model. NVLS and NVLSTree it does (auto).
+    # InfiniBand switches, which gradsync does not model. NVLS (NVLink SHARP: the reduction in
+    # the NVSwitch) and NVLSTree it does, so a "SHARP" row whose algorithm is NVLS is kept.
     algo = row["algorithm_if_known"].strip().lower()
-    if algo.startswith("collnet") or "sharp" in algo or "sharp" in row["id"].lower():
+    nvlink_sharp = algo in ("nvls", "nvlstree")
+    if algo.startswith("collnet") or "sharp" in algo or \
+            ("sharp" in row["id"].lower() and not nvlink_sharp):
         return f"algorithm {row['algorithm_if_known']}: gradsync has no in-network reduction"
     return None
 
