@@ -292,6 +292,14 @@ TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spe
   std::string one_h100 = kBase + "sync: {algorithm: nvlstree}\n";
   one_h100.replace(one_h100.find("pcie-4gpu.yaml"), 14, "dgx-h100.yaml");
   check_error_at(error_of(one_h100), 11, 19, "one server: use nvls");
+  // Absurd times are unit typos: at most an hour per micro-batch.
+  std::string slow = kBase;
+  slow.replace(slow.find("30ms"), 4, "30000s");
+  check_error_at(error_of(slow), 8, 12, "8.333 h per micro-batch is too long (at most 1h)");
+  std::string flops = kBase;
+  flops.replace(flops.find("  params: 25e6\n"), 15, "");
+  flops.replace(flops.find("  layers: 10\n"), 13, "  layers: [{params: 25e6, flops: 1e300}]\n");
+  check_error_at(error_of(flops), 5, 34, "at most 1e24");
   std::string params = kBase;
   params.replace(params.find("25e6"), 4, "1e14");
   check_error_at(error_of(params), 4, 11, "below 1e13");

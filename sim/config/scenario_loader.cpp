@@ -632,6 +632,21 @@ BytesPerSecond positive_rate(const MapReader& r, const std::string& key) {
   return rate;
 }
 
+// A compute time (compute.forward/backward/optimizer, a layer's forward/backward): at most an
+// hour per micro-batch, beyond which it is a unit typo (a 175B-parameter model's forward pass on
+// one sample takes well under a second on one GPU).
+constexpr double kMaxComputeSeconds = 3600.0;
+std::optional<Seconds> opt_compute_time(const MapReader& r, const std::string& key) {
+  const auto t = r.opt_time(key);
+  if (t && t->seconds() > kMaxComputeSeconds)
+    r.fail(key, fmt::format("{} per micro-batch is too long (at most 1h): a unit typo?",
+                            format_time(*t)));
+  return t;
+}
+// A layer's forward FLOPs (a weight for sharing out compute): finite and at most 1e24, so that
+// 100000 layers still add up to a finite total.
+constexpr double kMaxLayerFlops = 1e24;
+
 // compute: as written; forward/backward may come from the layers instead.
 struct ComputeDraft {
   std::optional<Seconds> forward, backward;
@@ -641,9 +656,9 @@ struct ComputeDraft {
 ComputeDraft read_compute(const MapReader& top) {
   MapReader r(top.node("compute"), top.file(), "compute", kComputeKeys);
   ComputeDraft d;
-  d.forward = r.opt_time("forward");
-  d.backward = r.opt_time("backward");
-  d.spec.optimizer = r.opt_time("optimizer").value_or(Seconds(0.0));
+  d.forward = opt_compute_time(r, "forward");
+  d.backward = opt_compute_time(r, "backward");
+  d.spec.optimizer = opt_compute_time(r, "optimizer").value_or(Seconds(0.0));
   d.spec.samples_per_micro_batch =
       static_cast<std::uint32_t>(r.integer("samples_per_micro_batch", 1, kMaxSamples));
   return d;
@@ -684,8 +699,8 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
     e.layer.params = count_of(l, "params", true);
     e.layer.group = l.opt_string("group").value_or("");
     e.repeat = l.opt_integer("repeat", 1, kMaxLayers).value_or(1);
-    const auto fwd = l.opt_time("forward");
-    const auto bwd = l.opt_time("backward");
+    const auto fwd = opt_compute_time(l, "forward");
+    const auto bwd = opt_compute_time(l, "backward");
     if (fwd.has_value() != bwd.has_value())
       l.fail(fwd ? "forward" : "backward", "forward and backward are given together");
     if (fwd) {
@@ -696,6 +711,7 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
     if (l.has("flops")) {
       e.flops = l.number("flops");
       if (*e.flops < 0.0) l.fail("flops", "must be at least 0");
+      if (*e.flops > kMaxLayerFlops) l.fail("flops", "must be at most 1e24 (FLOPs per sample)");
       if (e.timed)
         l.fail("flops",
                "shares out compute.forward/backward, but this layer gives "

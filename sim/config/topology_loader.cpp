@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -65,10 +66,41 @@ std::optional<double> efficiency_of(const MapReader& r) {
   return e;
 }
 
+// Plausibility bounds: values beyond them are typos (a unit off by 1000), not hardware.
+// The fastest link of any shipped system is NVLink5, 900 GB/s per GPU per direction.
+constexpr double kMaxRate = 100e12;      // B/s: 100 TB/s per link
+constexpr double kMaxLatency = 1.0;      // s per link or device (a WAN round trip is ~0.1 s)
+constexpr double kMaxBuffer = 1099511627776.0;  // 1 TiB
+
 BytesPerSecond positive_rate(const MapReader& r, const std::string& key) {
   const BytesPerSecond bw = r.rate(key);
   if (!(bw.bytes_per_second() > 0.0)) r.fail(key, "must be positive");
+  if (bw.bytes_per_second() > kMaxRate)
+    r.fail(key, fmt::format("{:.4g}GB/s is beyond any link (at most 100TB/s; NVLink5 is "
+                            "900GB/s per GPU): a unit typo?",
+                            bw.bytes_per_second() / 1e9));
   return bw;
+}
+
+// A time in [0, max_seconds]; `what` says what the bound is.
+Seconds bounded_time(const MapReader& r, const std::string& key, double max_seconds,
+                     std::string_view what) {
+  const Seconds t = r.time(key);
+  if (t.seconds() < 0.0) r.fail(key, "must not be negative");
+  if (t.seconds() > max_seconds)
+    r.fail(key, fmt::format("{:.4g}s is too long ({}): a unit typo?", t.seconds(), what));
+  return t;
+}
+Seconds link_latency(const MapReader& r, const std::string& key) {
+  return bounded_time(r, key, kMaxLatency, "at most 1s per link or device");
+}
+// A buffer or window size in (0, 1 TiB] (zero allowed when allow_zero).
+Bytes bounded_size(const MapReader& r, const std::string& key, bool allow_zero) {
+  const Bytes b = r.size(key);
+  if (b.bytes() < 0.0 || (!allow_zero && b.bytes() == 0.0))
+    r.fail(key, allow_zero ? "must not be negative" : "must be positive");
+  if (b.bytes() > kMaxBuffer) r.fail(key, "must be at most 1TiB");
+  return b;
 }
 
 // bandwidth / latency / efficiency (+ fabric and switch where the group has them).
@@ -76,7 +108,7 @@ LinkGroupSpec read_group(const MapReader& r, Fabric fabric) {
   LinkGroupSpec g;
   g.fabric = fabric;
   g.bandwidth = positive_rate(r, "bandwidth");
-  g.latency = r.time("latency");
+  g.latency = link_latency(r, "latency");
   g.efficiency = efficiency_of(r);
   g.origin = r.mark();
   return g;
@@ -89,12 +121,12 @@ RoceOptions read_roce(const MapReader& parent, const std::string& key) {
   o.pfc = r.opt_boolean("pfc").value_or(true);
   o.ecn = r.opt_boolean("ecn").value_or(true);
   if (r.has("buffer")) {
-    o.buffer = r.size("buffer");
-    if (!(o.buffer.bytes() > 0.0)) r.fail("buffer", "must be positive");
+    o.buffer = bounded_size(r, "buffer", false);
   }
   if (r.has("retransmit_timeout")) {
-    o.retransmit_timeout = r.time("retransmit_timeout");
-    if (o.retransmit_timeout.seconds() < 0.0) r.fail("retransmit_timeout", "must not be negative");
+    // InfiniBand's largest local ACK timeout: 4.096 us x 2^31 (NCCL_IB_TIMEOUT 31) = 8796 s.
+    o.retransmit_timeout = bounded_time(r, "retransmit_timeout", 4.096e-6 * 2147483648.0,
+                                        "at most 8796s, 4.096us x 2^31");
   }
   return o;
 }
@@ -126,21 +158,17 @@ TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
   }
   o.incast = r.opt_boolean("incast").value_or(o.incast);
   if (r.has("rto_min")) {
-    o.rto_min = r.time("rto_min");
-    if (o.rto_min.seconds() < 0.0) r.fail("rto_min", "must not be negative");
+    o.rto_min = bounded_time(r, "rto_min", 120.0, "at most 120s, Linux's TCP_RTO_MAX");
   }
   if (r.has("switch_buffer")) {
-    o.switch_buffer = r.size("switch_buffer");
-    if (o.switch_buffer.bytes() < 0.0) r.fail("switch_buffer", "must not be negative");
+    o.switch_buffer = bounded_size(r, "switch_buffer", true);
   }
   if (r.has("send_window")) {
-    o.send_window = r.size("send_window");
-    if (!(o.send_window.bytes() > 0.0)) r.fail("send_window", "must be positive");
+    o.send_window = bounded_size(r, "send_window", false);
   }
   o.rtt_bias = r.opt_boolean("rtt_bias").value_or(o.rtt_bias);
   if (r.has("host_rtt")) {
-    o.host_rtt = r.time("host_rtt");
-    if (o.host_rtt.seconds() < 0.0) r.fail("host_rtt", "must not be negative");
+    o.host_rtt = bounded_time(r, "host_rtt", kMaxLatency, "at most 1s");
   }
   return o;
 }
@@ -270,8 +298,8 @@ NetworkSpec read_network(const MapReader& top) {
   if (net.shape == NetworkShape::LeafSpine && !r.has("hosts_per_leaf"))
     throw ConfigError(r.mark(), "missing required key 'hosts_per_leaf' in network "
                                 "(servers per leaf switch, for shape: leaf-spine)");
-  net.link_latency = r.time("link_latency");
-  net.switch_latency = r.time("switch_latency");
+  net.link_latency = link_latency(r, "link_latency");
+  net.switch_latency = link_latency(r, "switch_latency");
   net.efficiency = efficiency_of(r);
   net.routing = read_routing(r);
   // DESIGN.md §5.1's own example carries `roce:` ("roce only") under fabric: infiniband, so
@@ -344,7 +372,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
       d.fail("name", e.what());
     }
     const auto kind = *device_kind_from_string(d.choice("kind", kDeviceKinds));
-    const Seconds latency = d.opt_time("latency").value_or(Seconds(0.0));
+    const Seconds latency = d.has("latency") ? link_latency(d, "latency") : Seconds(0.0);
     // p2p (pcie-switch only): false = GPUs under it exchange data through host memory.
     const auto p2p = d.opt_boolean("p2p");
     if (p2p && kind != DeviceKind::PcieSwitch)
@@ -424,7 +452,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
     Link proto;
     proto.fabric = *fabric_from_string(l.choice("fabric", kFabrics));
     proto.bandwidth = positive_rate(l, "bandwidth");
-    proto.latency = l.time("latency");
+    proto.latency = link_latency(l, "latency");
     proto.efficiency = efficiency_of(l).value_or(default_efficiency(proto.fabric));
     proto.duplex = l.opt_choice("duplex", {"full", "half"}).value_or("full") == "half"
                        ? Duplex::Half : Duplex::Full;
