@@ -84,6 +84,12 @@ struct FluidFlow {
 [[nodiscard]] std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
                                             const std::vector<double>& capacity,
                                             const std::vector<bool>& switch_egress);
+// Same, given max_min_rates(flows, capacity) already computed (`fair`). O(flow-ports) plus, per
+// congested port, its own flows and the flows on the ports it pauses; two max-min solves.
+[[nodiscard]] std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+                                            const std::vector<double>& capacity,
+                                            const std::vector<bool>& switch_egress,
+                                            const std::vector<double>& fair);
 
 // Lossy RoCE (roce: {pfc: false}): go-back-N goodput of a switch port crossed by `flows`
 // flows. Each sender keeps one bandwidth-delay product `bdp` in flight; per round trip the

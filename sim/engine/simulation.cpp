@@ -378,7 +378,7 @@ struct Simulation::Impl {
                              topology->device(links[id].b).kind == DeviceKind::Switch;
       }
       const std::vector<double> fair = max_min_rates(flows, capacity);
-      const std::vector<double> pfc = pfc_rates(flows, capacity, egress);
+      const std::vector<double> pfc = pfc_rates(flows, capacity, egress, fair);
       for (std::size_t k = 0; k < parts.size(); ++k) {
         const std::size_t f = first_new + k;
         auto& c = caps[parts[k].batch_index];

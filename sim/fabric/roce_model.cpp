@@ -14,102 +14,184 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSaturated = 1e-9;  // relative slack under which a port counts as full
 }  // namespace
 
-std::vector<double> max_min_rates(const std::vector<FluidFlow>& flows,
-                                  const std::vector<double>& capacity) {
+namespace {
+// max_min_rates() with each flow's cap taken from `caps` (same indexing; <= 0: none).
+std::vector<double> max_min_with_caps(const std::vector<FluidFlow>& flows,
+                                      const std::vector<double>& capacity,
+                                      const std::vector<double>& caps) {
+  // Progressive filling: every unfrozen flow's rate is the common `level`; each round raises it
+  // to the next port (or cap) that fills, and freezes the flows there. A port -> flows index
+  // keeps a round at O(ports in use + flows frozen), not O(all flows + all ports).
   const std::size_t n = flows.size();
+  const std::size_t ports = capacity.size();
   std::vector<double> rate(n, 0.0);
   std::vector<bool> frozen(n, false);
+  std::vector<std::size_t> start(ports + 1, 0);
+  for (const FluidFlow& f : flows)
+    for (const auto& [p, c] : f.ports) ++start[p + 1];
+  for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
+  std::vector<std::pair<std::size_t, double>> through(start[ports]);  // (flow, share), by port
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (std::size_t f = 0; f < n; ++f)
+    for (const auto& [p, c] : flows[f].ports) through[fill[p]++] = {f, c};
+  std::vector<std::size_t> used;  // ports some flow crosses
+  for (std::size_t p = 0; p < ports; ++p)
+    if (start[p + 1] > start[p]) used.push_back(p);
   std::vector<double> left = capacity;
-  std::vector<double> weight(capacity.size(), 0.0);
-  for (std::size_t round = 0; round <= n; ++round) {
-    std::fill(weight.begin(), weight.end(), 0.0);
-    bool any = false;
+  std::vector<double> weight(ports, 0.0);  // shares of the unfrozen flows, summed in flow order
+  const auto reweigh = [&](std::size_t p) {
+    double w = 0.0;
+    for (std::size_t v = start[p]; v < start[p + 1]; ++v)
+      if (!frozen[through[v].first]) w += through[v].second;
+    weight[p] = w;
+  };
+  for (std::size_t p : used) reweigh(p);
+  // Flows with a cap, lowest first: the next cap to bind is the first unfrozen one.
+  std::vector<std::size_t> capped;
+  for (std::size_t f = 0; f < n; ++f)
+    if (caps[f] > 0.0) capped.push_back(f);
+  std::stable_sort(capped.begin(), capped.end(),
+                   [&](std::size_t a, std::size_t b) { return caps[a] < caps[b]; });
+  std::size_t next_cap = 0;
+  std::size_t unfrozen = n;
+  double level = 0.0;
+  std::vector<std::size_t> freezing, touched;
+  std::vector<bool> mark(ports, false);
+  for (std::size_t round = 0; unfrozen > 0 && round <= n; ++round) {
     double delta = kInf;
-    for (std::size_t f = 0; f < n; ++f) {
-      if (frozen[f]) continue;
-      any = true;
-      for (const auto& [p, c] : flows[f].ports) weight[p] += c;
-      if (flows[f].cap > 0.0) delta = std::min(delta, flows[f].cap - rate[f]);
-    }
-    if (!any) break;
-    for (std::size_t p = 0; p < weight.size(); ++p)
+    while (next_cap < capped.size() && frozen[capped[next_cap]]) ++next_cap;
+    if (next_cap < capped.size()) delta = caps[capped[next_cap]] - level;
+    for (std::size_t p : used)
       if (weight[p] > 0.0) delta = std::min(delta, std::max(left[p], 0.0) / weight[p]);
     if (!std::isfinite(delta)) {  // unconstrained flows
       for (std::size_t f = 0; f < n; ++f)
         if (!frozen[f]) rate[f] = kInf;
       break;
     }
-    for (std::size_t f = 0; f < n; ++f)
-      if (!frozen[f]) rate[f] += delta;
-    for (std::size_t p = 0; p < weight.size(); ++p) left[p] -= delta * weight[p];
-    for (std::size_t f = 0; f < n; ++f) {
+    level += delta;
+    for (std::size_t p : used) left[p] -= delta * weight[p];
+    // Freeze the flows at their cap and those crossing a port that filled.
+    for (std::size_t k = next_cap;
+         k < capped.size() && level >= caps[capped[k]] * (1.0 - kSaturated); ++k)
+      if (!frozen[capped[k]]) freezing.push_back(capped[k]);
+    for (std::size_t p : used)
+      if (weight[p] > 0.0 && left[p] <= capacity[p] * kSaturated)
+        for (std::size_t v = start[p]; v < start[p + 1]; ++v)
+          if (!frozen[through[v].first]) freezing.push_back(through[v].first);
+    for (std::size_t f : freezing) {
       if (frozen[f]) continue;
-      bool stop = flows[f].cap > 0.0 && rate[f] >= flows[f].cap * (1.0 - kSaturated);
+      frozen[f] = true;
+      rate[f] = level;
+      --unfrozen;
       for (const auto& [p, c] : flows[f].ports)
-        if (left[p] <= capacity[p] * kSaturated) stop = true;
-      if (stop) frozen[f] = true;
+        if (!mark[p]) {
+          mark[p] = true;
+          touched.push_back(p);
+        }
     }
+    for (std::size_t p : touched) {
+      reweigh(p);
+      mark[p] = false;
+    }
+    freezing.clear();
+    touched.clear();
   }
   return rate;
+}
+}  // namespace
+
+std::vector<double> max_min_rates(const std::vector<FluidFlow>& flows,
+                                  const std::vector<double>& capacity) {
+  std::vector<double> caps(flows.size());
+  for (std::size_t f = 0; f < flows.size(); ++f) caps[f] = flows[f].cap;
+  return max_min_with_caps(flows, capacity, caps);
 }
 
 std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
                               const std::vector<double>& capacity,
                               const std::vector<bool>& switch_egress) {
-  const std::vector<double> fair = max_min_rates(flows, capacity);
-  std::vector<double> load(capacity.size(), 0.0);
-  for (std::size_t f = 0; f < flows.size(); ++f)
+  return pfc_rates(flows, capacity, switch_egress, max_min_rates(flows, capacity));
+}
+
+std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+                              const std::vector<double>& capacity,
+                              const std::vector<bool>& switch_egress,
+                              const std::vector<double>& fair) {
+  const std::size_t n = flows.size();
+  const std::size_t ports = capacity.size();
+  std::vector<double> load(ports, 0.0);
+  for (std::size_t f = 0; f < n; ++f)
     for (const auto& [p, c] : flows[f].ports) load[p] += c * fair[f];
 
-  std::vector<FluidFlow> capped = flows;
+  // The flows through each port, in flow order, with the index of the port in the flow's path
+  // (its first visit): a compressed index, so that each congested port costs its own flows only.
+  struct Visit {
+    std::size_t flow;
+    std::size_t index;
+  };
+  std::vector<std::size_t> start(ports + 1, 0);
+  for (std::size_t f = 0; f < n; ++f)
+    for (const auto& [p, c] : flows[f].ports) ++start[p + 1];
+  for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
+  std::vector<Visit> visits(start[ports]);
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (std::size_t f = 0; f < n; ++f)
+    for (std::size_t i = 0; i < flows[f].ports.size(); ++i) {
+      const std::size_t p = flows[f].ports[i].first;
+      if (fill[p] > start[p] && visits[fill[p] - 1].flow == f) continue;  // a second visit
+      visits[fill[p]++] = Visit{f, i};
+    }
+
+  std::vector<double> caps(n);
+  for (std::size_t f = 0; f < n; ++f) caps[f] = flows[f].cap;
+  const auto cap_at = [&](std::size_t f, double r) {
+    caps[f] = caps[f] > 0.0 ? std::min(caps[f], r) : r;
+  };
+  bool congested = false;
+  std::vector<double> congested_rate(n, -1.0);  // at the port being handled; < 0: not congested
+  std::vector<double> paused(ports, -1.0);      // port -> the fastest congested flow held there
+  std::vector<std::size_t> paused_ports;
   // Congested switch egress ports, in port order (deterministic).
-  for (std::size_t e = 0; e < capacity.size(); ++e) {
+  for (std::size_t e = 0; e < ports; ++e) {
     if (!switch_egress[e] || load[e] < capacity[e] * (1.0 - 1e-6)) continue;
+    congested = true;
     // Flows through e, grouped by the port they entered the switch from (their previous port;
     // a flow starting at the switch forms its own group).
     std::map<std::size_t, std::vector<std::size_t>> by_ingress;
-    std::vector<std::pair<std::size_t, std::size_t>> position;  // (flow, index of e in its path)
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-      const auto& ports = flows[f].ports;
-      for (std::size_t i = 0; i < ports.size(); ++i)
-        if (ports[i].first == e) {
-          const std::size_t key = i == 0 ? capacity.size() + f : ports[i - 1].first;
-          by_ingress[key].push_back(f);
-          position.emplace_back(f, i);
-          break;
-        }
+    for (std::size_t v = start[e]; v < fill[e]; ++v) {
+      const auto [f, i] = visits[v];
+      by_ingress[i == 0 ? ports + f : flows[f].ports[i - 1].first].push_back(v);
     }
     // Round robin over ingress ports, then equal per flow within a port.
     const double per_port = capacity[e] / static_cast<double>(by_ingress.size());
-    std::map<std::size_t, double> congested_rate;  // flow -> its PFC rate at e
     for (const auto& [ingress, members] : by_ingress)
-      for (std::size_t f : members) {
-        double coef = 1.0;
-        for (const auto& [p, c] : flows[f].ports)
-          if (p == e) coef = c;
-        const double r = per_port / static_cast<double>(members.size()) / coef;
+      for (std::size_t v : members) {
+        const auto [f, i] = visits[v];
+        const double r = per_port / static_cast<double>(members.size()) / flows[f].ports[i].second;
         congested_rate[f] = r;
-        capped[f].cap = capped[f].cap > 0.0 ? std::min(capped[f].cap, r) : r;
+        cap_at(f, r);
       }
     // Head-of-line victims: every port upstream of e on a congested flow's path is paused
     // while that flow waits; another flow on such a port moves at most at the congested flow's
     // rate (their packets interleave in one queue).
-    std::map<std::size_t, double> paused;  // port -> the fastest congested flow held there
-    for (const auto& [f, i] : position)
+    for (std::size_t v = start[e]; v < fill[e]; ++v) {
+      const auto [f, i] = visits[v];
       for (std::size_t k = 0; k < i; ++k) {
         const std::size_t p = flows[f].ports[k].first;
+        if (paused[p] < 0.0) paused_ports.push_back(p);
         paused[p] = std::max(paused[p], congested_rate[f]);
       }
-    for (std::size_t v = 0; v < flows.size(); ++v) {
-      if (congested_rate.count(v) != 0) continue;
-      for (const auto& [p, c] : flows[v].ports) {
-        const auto it = paused.find(p);
-        if (it == paused.end()) continue;
-        capped[v].cap = capped[v].cap > 0.0 ? std::min(capped[v].cap, it->second) : it->second;
-      }
     }
+    for (std::size_t p : paused_ports) {
+      for (std::size_t v = start[p]; v < fill[p]; ++v)
+        if (congested_rate[visits[v].flow] < 0.0) cap_at(visits[v].flow, paused[p]);
+      paused[p] = -1.0;
+    }
+    paused_ports.clear();
+    for (std::size_t v = start[e]; v < fill[e]; ++v) congested_rate[visits[v].flow] = -1.0;
   }
-  return max_min_rates(capped, capacity);
+  if (!congested) return fair;  // no pause: the caps are the flows' own
+  return max_min_with_caps(flows, capacity, caps);
 }
 
 double lossy_goodput_fraction(int flows, Bytes bdp, Bytes buffer, bool ecn) {
