@@ -19,7 +19,8 @@ FluidFlow flow(std::initializer_list<std::size_t> ports) {
 
 TEST_CASE("max-min: a shared link splits evenly, a flow bottlenecked elsewhere leaves room") {
   // ports: 0 = shared (10), 1 = narrow (2) on flow 1 only
-  const auto r = max_min_rates({flow({0}), flow({0, 1}), flow({0})}, {10.0, 2.0});
+  const std::vector<FluidFlow> flows{flow({0}), flow({0, 1}), flow({0})};
+  const auto r = max_min_rates(flows, {10.0, 2.0});
   CHECK(r[1] == doctest::Approx(2.0));
   CHECK(r[0] == doctest::Approx(4.0));
   CHECK(r[2] == doctest::Approx(4.0));
@@ -52,6 +53,32 @@ TEST_CASE("PFC without ECN: a victim sharing a paused link runs at the congested
   const auto pfc = pfc_rates(flows, cap, egress);
   CHECK(pfc[0] == doctest::Approx(2.5));
   CHECK(pfc[4] == doctest::Approx(2.5));
+}
+
+TEST_CASE("PFC rates of new flows: solved on their connected component, as on all flows") {
+  // Two islands. Island A: the incast-with-victim case above (ports 0..5), with a capped flow in
+  // flight. Island B: two flows sharing port 6 (capacity 8), one new. New flows: the victim
+  // (island A) and flow 7 (island B); the flows before them are in flight.
+  const std::vector<double> cap{10, 10, 10, 10, 10, 10, 8};
+  const std::vector<bool> egress{false, false, false, false, true, true, true};
+  std::vector<FluidFlow> flows{flow({0, 4}), flow({1, 4}), flow({2, 4}), flow({3, 4}),
+                               flow({6}),    flow({0, 5}), flow({6})};
+  flows[1].cap = 1.0;  // in flight at a PFC rate set earlier
+  const auto fair = max_min_rates(flows, cap);
+  const auto pfc = pfc_rates(flows, cap, egress, fair);
+  const NewFlowRates only_new = pfc_rates_of_new(flows, cap, egress, 5);
+  REQUIRE(only_new.fair.size() == 2);
+  REQUIRE(only_new.pfc.size() == 2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(only_new.fair[k] == doctest::Approx(fair[5 + k]));
+    CHECK(only_new.pfc[k] == doctest::Approx(pfc[5 + k]));
+  }
+  CHECK(only_new.fair[0] == doctest::Approx(10.0 - 3.0));  // 3 senders at 3, one capped at 1
+  CHECK(only_new.pfc[0] == doctest::Approx(2.5));  // held to flow 0: 10 / 4 ingress ports
+  CHECK(only_new.pfc[1] == doctest::Approx(4.0));          // island B: half of port 6
+  // With every flow new, the component is everything.
+  const NewFlowRates all_new = pfc_rates_of_new(flows, cap, egress, 0);
+  for (std::size_t f = 0; f < flows.size(); ++f) CHECK(all_new.pfc[f] == doctest::Approx(pfc[f]));
 }
 
 TEST_CASE("PFC without congestion changes nothing") {

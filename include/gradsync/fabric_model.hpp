@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gradsync/topology.hpp"
@@ -67,7 +68,7 @@ struct FluidFlow {
   double cap = 0.0;
 };
 // Max-min fair rates (progressive filling) of `flows` over ports of the given capacities (B/s).
-[[nodiscard]] std::vector<double> max_min_rates(const std::vector<FluidFlow>& flows,
+[[nodiscard]] std::vector<double> max_min_rates(std::span<const FluidFlow> flows,
                                                 const std::vector<double>& capacity);
 
 // ---- RoCE ---------------------------------------------------------------------------------
@@ -81,15 +82,27 @@ struct FluidFlow {
 // `switch_egress[p]` marks ports that leave a switch (where PFC arbitrates). Returns each
 // flow's rate (B/s). With ecn: true (DCQCN), flows converge to per-flow fair shares
 // (Zhu et al., SIGCOMM'15): max_min_rates() is the answer.
-[[nodiscard]] std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+[[nodiscard]] std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
                                             const std::vector<double>& capacity,
                                             const std::vector<bool>& switch_egress);
 // Same, given max_min_rates(flows, capacity) already computed (`fair`). O(flow-ports) plus, per
 // congested port, its own flows and the flows on the ports it pauses; two max-min solves.
-[[nodiscard]] std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+[[nodiscard]] std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
                                             const std::vector<double>& capacity,
                                             const std::vector<bool>& switch_egress,
                                             const std::vector<double>& fair);
+// The max-min and PFC rates of the flows from `first_new` on, among all `flows` (the ones before
+// are in flight): as max_min_rates() and pfc_rates() of all, but solved on the new flows'
+// connected component only (flows linked through shared ports), which is all that determines
+// them. Index k of each vector is flow first_new + k.
+struct NewFlowRates {
+  std::vector<double> fair;
+  std::vector<double> pfc;
+};
+[[nodiscard]] NewFlowRates pfc_rates_of_new(std::span<const FluidFlow> flows,
+                                            const std::vector<double>& capacity,
+                                            const std::vector<bool>& switch_egress,
+                                            std::size_t first_new);
 
 // Lossy RoCE (roce: {pfc: false}): go-back-N goodput of a switch port crossed by `flows`
 // flows. Each sender keeps one bandwidth-delay product `bdp` in flight; per round trip the

@@ -16,6 +16,7 @@
 #include <set>
 #include <tuple>
 #include <stdexcept>
+#include <span>
 #include <unordered_map>
 
 #include "gradsync/engine.hpp"
@@ -85,8 +86,22 @@ struct Simulation::Impl {
     std::uint32_t qp = 0;
     double cap = 0.0;       // bandwidth factor set at start (PFC rate / max-min share), 0 = none
     double cap_rate = 0.0;  // the PFC rate behind it (B/s), 0 = none
+    std::uint64_t seq = 0;  // start order
   };
   std::unordered_map<const sg4::Activity*, InFlight> in_flight;
+  // PFC tier: the flows in flight in start order, so that each fixed point sees them in an
+  // order that does not depend on memory addresses (a run's result must not depend on what
+  // ran before it in the process).
+  std::map<std::uint64_t, const InFlight*> in_flight_by_start;
+  std::uint64_t start_seq = 0;
+  // PFC fixed points (RoceTier::PfcWithoutEcn): per directed port (2·link + direction) its
+  // capacity and whether it leaves a switch; the route ports of each (pair, QP); the flows of
+  // the last batch (storage reused).
+  std::vector<double> port_capacity;
+  std::vector<bool> port_switch_egress;
+  std::unordered_map<std::uint64_t, std::vector<std::vector<std::pair<std::size_t, double>>>>
+      fluid_port_cache;
+  std::vector<FluidFlow> fluid_flows;
   std::unordered_map<TransferId, std::uint32_t> parts_left;  // transfers split over QPs
   // RoCE corrections applied when flows start (fabric_model.hpp): with PFC and without ECN,
   // per-ingress-port sharing and head-of-line victims as rate caps; lossy RoCE, a
@@ -253,13 +268,29 @@ struct Simulation::Impl {
           static_cast<std::uint64_t>(std::llround(wire / static_cast<double>(parts))));
       // The cap goes through the bandwidth-factor callback (read while start() runs).
       next_rate_cap = cap;
-      in_flight.emplace(comm.get(),
-                        InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap,
-                                 q < cap_rates.size() ? cap_rates[q] : 0.0});
+      const auto placed = in_flight.emplace(
+          comm.get(), InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap,
+                               q < cap_rates.size() ? cap_rates[q] : 0.0, ++start_seq});
+      if (roce_tier == RoceTier::PfcWithoutEcn)
+        in_flight_by_start.emplace(start_seq, &placed.first->second);
       ++started;
       comm->start();
       next_rate_cap = 0.0;
     }
+  }
+
+  // The directed ports (2·link + direction) of a part's route, each carrying all of it, as the
+  // fluid fixed points take them; computed once per (pair, QP).
+  const std::vector<std::pair<std::size_t, double>>& fluid_ports(DeviceId src, DeviceId dst,
+                                                                  std::uint32_t qp) {
+    auto& per_qp = fluid_port_cache[pair_key(src, dst)];
+    if (qp >= per_qp.size()) per_qp.resize(qp + 1);
+    auto& ports = per_qp[qp];
+    if (ports.empty()) {
+      const Route& r = part_route(src, dst, qp);
+      for (std::size_t i = 0; i < r.links.size(); ++i) ports.emplace_back(port_of(r, i), 1.0);
+    }
+    return ports;
   }
 
   // The directed ports (2·link + direction) of a part's path.
@@ -344,18 +375,21 @@ struct Simulation::Impl {
       std::size_t batch_index;
       std::uint32_t qp;
     };
-    std::vector<FluidFlow> flows;
+    // The fluid flows of this batch: in-flight ones, then the new parts. The vector is kept
+    // between batches so that its flows' port lists reuse their storage.
+    std::vector<FluidFlow>& flows = fluid_flows;
+    std::size_t flow_count = 0;
     std::vector<Part> parts;  // the new flows' parts, after the in-flight ones in `flows`
     auto add_flow = [&](DeviceId src, DeviceId dst, std::uint32_t qp, double cap) {
-      const Route& r = part_route(src, dst, qp);
-      FluidFlow f;
+      if (flow_count == flows.size()) flows.emplace_back();
+      FluidFlow& f = flows[flow_count++];
       f.cap = cap;
-      for (std::size_t i = 0; i < r.links.size(); ++i) f.ports.emplace_back(port_of(r, i), 1.0);
-      flows.push_back(std::move(f));
+      const auto& ports = fluid_ports(src, dst, qp);
+      f.ports.assign(ports.begin(), ports.end());
     };
     if (roce_tier == RoceTier::PfcWithoutEcn)
-      for (const auto& [activity, f] : in_flight) add_flow(f.src, f.dst, f.qp, f.cap_rate);
-    const std::size_t first_new = flows.size();
+      for (const auto& [seq, f] : in_flight_by_start) add_flow(f->src, f->dst, f->qp, f->cap_rate);
+    const std::size_t first_new = flow_count;
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const PlatformRoute* route = platform.find_route(batch[b].src, batch[b].dst);
       const std::size_t n = route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
@@ -368,19 +402,26 @@ struct Simulation::Impl {
     std::vector<double> extra(batch.size(), 0.0);
     const auto& links = topology->links();
     if (roce_tier == RoceTier::PfcWithoutEcn) {
-      std::vector<double> capacity(2 * links.size());
-      std::vector<bool> egress(2 * links.size(), false);
-      for (LinkId id = 0; id < links.size(); ++id) {
-        capacity[2 * id] = capacity[2 * id + 1] = links[id].effective_bandwidth().bytes_per_second();
-        egress[2 * id] = links[id].fabric == Fabric::Roce &&
-                         topology->device(links[id].a).kind == DeviceKind::Switch;
-        egress[2 * id + 1] = links[id].fabric == Fabric::Roce &&
-                             topology->device(links[id].b).kind == DeviceKind::Switch;
+      if (port_capacity.empty()) {
+        port_capacity.resize(2 * links.size());
+        port_switch_egress.assign(2 * links.size(), false);
+        for (LinkId id = 0; id < links.size(); ++id) {
+          port_capacity[2 * id] = port_capacity[2 * id + 1] =
+              links[id].effective_bandwidth().bytes_per_second();
+          port_switch_egress[2 * id] = links[id].fabric == Fabric::Roce &&
+                                       topology->device(links[id].a).kind == DeviceKind::Switch;
+          port_switch_egress[2 * id + 1] =
+              links[id].fabric == Fabric::Roce &&
+              topology->device(links[id].b).kind == DeviceKind::Switch;
+        }
       }
-      const std::vector<double> fair = max_min_rates(flows, capacity);
-      const std::vector<double> pfc = pfc_rates(flows, capacity, egress, fair);
+      const NewFlowRates rates =
+          pfc_rates_of_new(std::span<const FluidFlow>(flows.data(), flow_count), port_capacity,
+                           port_switch_egress, first_new);
+      const std::vector<double>& fair = rates.fair;
+      const std::vector<double>& pfc = rates.pfc;
       for (std::size_t k = 0; k < parts.size(); ++k) {
-        const std::size_t f = first_new + k;
+        const std::size_t f = k;
         auto& c = caps[parts[k].batch_index];
         auto& r = cap_rates[parts[k].batch_index];
         c.resize(parts[k].qp + 1, 0.0);
@@ -472,6 +513,7 @@ struct Simulation::Impl {
     // completion (by then its handling is over), so at most one finished Comm stays alive.
     retired.clear();
     retired.push_back(std::move(it->second.comm));
+    in_flight_by_start.erase(it->second.seq);
     in_flight.erase(it);
     if (flow_mode) {
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());

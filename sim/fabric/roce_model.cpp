@@ -16,7 +16,7 @@ constexpr double kSaturated = 1e-9;  // relative slack under which a port counts
 
 namespace {
 // max_min_rates() with each flow's cap taken from `caps` (same indexing; <= 0: none).
-std::vector<double> max_min_with_caps(const std::vector<FluidFlow>& flows,
+std::vector<double> max_min_with_caps(std::span<const FluidFlow> flows,
                                       const std::vector<double>& capacity,
                                       const std::vector<double>& caps) {
   // Progressive filling: every unfrozen flow's rate is the common `level`; each round raises it
@@ -34,7 +34,7 @@ std::vector<double> max_min_with_caps(const std::vector<FluidFlow>& flows,
   std::vector<std::size_t> fill(start.begin(), start.end() - 1);
   for (std::size_t f = 0; f < n; ++f)
     for (const auto& [p, c] : flows[f].ports) through[fill[p]++] = {f, c};
-  std::vector<std::size_t> used;  // ports some flow crosses
+  std::vector<std::size_t> used;  // ports some unfrozen flow crosses
   for (std::size_t p = 0; p < ports; ++p)
     if (start[p + 1] > start[p]) used.push_back(p);
   std::vector<double> left = capacity;
@@ -93,6 +93,8 @@ std::vector<double> max_min_with_caps(const std::vector<FluidFlow>& flows,
       reweigh(p);
       mark[p] = false;
     }
+    // Ports left with no unfrozen flow take no part in later rounds.
+    std::erase_if(used, [&](std::size_t p) { return !(weight[p] > 0.0); });
     freezing.clear();
     touched.clear();
   }
@@ -100,20 +102,20 @@ std::vector<double> max_min_with_caps(const std::vector<FluidFlow>& flows,
 }
 }  // namespace
 
-std::vector<double> max_min_rates(const std::vector<FluidFlow>& flows,
+std::vector<double> max_min_rates(std::span<const FluidFlow> flows,
                                   const std::vector<double>& capacity) {
   std::vector<double> caps(flows.size());
   for (std::size_t f = 0; f < flows.size(); ++f) caps[f] = flows[f].cap;
   return max_min_with_caps(flows, capacity, caps);
 }
 
-std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
                               const std::vector<double>& capacity,
                               const std::vector<bool>& switch_egress) {
   return pfc_rates(flows, capacity, switch_egress, max_min_rates(flows, capacity));
 }
 
-std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
+std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
                               const std::vector<double>& capacity,
                               const std::vector<bool>& switch_egress,
                               const std::vector<double>& fair) {
@@ -192,6 +194,58 @@ std::vector<double> pfc_rates(const std::vector<FluidFlow>& flows,
   }
   if (!congested) return fair;  // no pause: the caps are the flows' own
   return max_min_with_caps(flows, capacity, caps);
+}
+
+NewFlowRates pfc_rates_of_new(std::span<const FluidFlow> flows,
+                              const std::vector<double>& capacity,
+                              const std::vector<bool>& switch_egress, std::size_t first_new) {
+  const std::size_t n = flows.size();
+  const std::size_t ports = capacity.size();
+  // Flows interact only through shared ports, so the fixed point of the new flows is that of
+  // their connected component (flows linked by shared ports): find it through a port -> flows
+  // index, in flow order.
+  std::vector<std::size_t> start(ports + 1, 0);
+  for (const FluidFlow& f : flows)
+    for (const auto& [p, c] : f.ports) ++start[p + 1];
+  for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
+  std::vector<std::size_t> through(start[ports]);
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (std::size_t f = 0; f < n; ++f)
+    for (const auto& [p, c] : flows[f].ports) through[fill[p]++] = f;
+  std::vector<bool> in_component(n, false), port_seen(ports, false);
+  std::vector<std::size_t> queue;
+  for (std::size_t f = first_new; f < n; ++f) {
+    in_component[f] = true;
+    queue.push_back(f);
+  }
+  for (std::size_t q = 0; q < queue.size(); ++q)
+    for (const auto& [p, c] : flows[queue[q]].ports) {
+      if (port_seen[p]) continue;
+      port_seen[p] = true;
+      for (std::size_t v = start[p]; v < start[p + 1]; ++v)
+        if (!in_component[through[v]]) {
+          in_component[through[v]] = true;
+          queue.push_back(through[v]);
+        }
+    }
+  NewFlowRates out;
+  if (queue.size() == n) {
+    out.fair = max_min_rates(flows, capacity);
+    out.pfc = pfc_rates(flows, capacity, switch_egress, out.fair);
+    out.fair.erase(out.fair.begin(), out.fair.begin() + static_cast<std::ptrdiff_t>(first_new));
+    out.pfc.erase(out.pfc.begin(), out.pfc.begin() + static_cast<std::ptrdiff_t>(first_new));
+    return out;
+  }
+  std::vector<FluidFlow> component;  // in flow order: the new flows come last
+  component.reserve(queue.size());
+  for (std::size_t f = 0; f < n; ++f)
+    if (in_component[f]) component.push_back(flows[f]);
+  out.fair = max_min_rates(component, capacity);
+  out.pfc = pfc_rates(component, capacity, switch_egress, out.fair);
+  const auto old = static_cast<std::ptrdiff_t>(component.size() - (n - first_new));
+  out.fair.erase(out.fair.begin(), out.fair.begin() + old);
+  out.pfc.erase(out.pfc.begin(), out.pfc.begin() + old);
+  return out;
 }
 
 double lossy_goodput_fraction(int flows, Bytes bdp, Bytes buffer, bool ecn) {
