@@ -103,6 +103,18 @@ struct NewFlowRates {
                                             const std::vector<double>& capacity,
                                             const std::vector<bool>& switch_egress,
                                             std::size_t first_new);
+// The flows connected (through shared ports, transitively) to `seed_flows` or to `seed_ports`,
+// seeds included, ascending. `ports`: the number of port ids. O(flow-ports + ports).
+[[nodiscard]] std::vector<std::size_t> connected_flows(std::span<const FluidFlow> flows,
+                                                       std::size_t ports,
+                                                       std::span<const std::size_t> seed_flows,
+                                                       std::span<const std::size_t> seed_ports);
+// Max-min and PFC rates of `members` (ascending indices into flows, closed under sharing a
+// port, e.g. from connected_flows()), solved on those flows alone; index k is members[k].
+[[nodiscard]] NewFlowRates pfc_rates_on(std::span<const FluidFlow> flows,
+                                        const std::vector<double>& capacity,
+                                        const std::vector<bool>& switch_egress,
+                                        std::span<const std::size_t> members);
 
 // Lossy RoCE (roce: {pfc: false}): go-back-N goodput of a switch port crossed by `flows`
 // flows. Each sender keeps one bandwidth-delay product `bdp` in flight; per round trip the

@@ -196,14 +196,10 @@ std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
   return max_min_with_caps(flows, capacity, caps);
 }
 
-NewFlowRates pfc_rates_of_new(std::span<const FluidFlow> flows,
-                              const std::vector<double>& capacity,
-                              const std::vector<bool>& switch_egress, std::size_t first_new) {
+std::vector<std::size_t> connected_flows(std::span<const FluidFlow> flows, std::size_t ports,
+                                         std::span<const std::size_t> seed_flows,
+                                         std::span<const std::size_t> seed_ports) {
   const std::size_t n = flows.size();
-  const std::size_t ports = capacity.size();
-  // Flows interact only through shared ports, so the fixed point of the new flows is that of
-  // their connected component (flows linked by shared ports): find it through a port -> flows
-  // index, in flow order.
   std::vector<std::size_t> start(ports + 1, 0);
   for (const FluidFlow& f : flows)
     for (const auto& [p, c] : f.ports) ++start[p + 1];
@@ -214,35 +210,54 @@ NewFlowRates pfc_rates_of_new(std::span<const FluidFlow> flows,
     for (const auto& [p, c] : flows[f].ports) through[fill[p]++] = f;
   std::vector<bool> in_component(n, false), port_seen(ports, false);
   std::vector<std::size_t> queue;
-  for (std::size_t f = first_new; f < n; ++f) {
-    in_component[f] = true;
-    queue.push_back(f);
-  }
-  for (std::size_t q = 0; q < queue.size(); ++q)
-    for (const auto& [p, c] : flows[queue[q]].ports) {
-      if (port_seen[p]) continue;
-      port_seen[p] = true;
-      for (std::size_t v = start[p]; v < start[p + 1]; ++v)
-        if (!in_component[through[v]]) {
-          in_component[through[v]] = true;
-          queue.push_back(through[v]);
-        }
+  const auto visit_port = [&](std::size_t p) {
+    if (port_seen[p]) return;
+    port_seen[p] = true;
+    for (std::size_t v = start[p]; v < start[p + 1]; ++v)
+      if (!in_component[through[v]]) {
+        in_component[through[v]] = true;
+        queue.push_back(through[v]);
+      }
+  };
+  for (std::size_t f : seed_flows)
+    if (!in_component[f]) {
+      in_component[f] = true;
+      queue.push_back(f);
     }
+  for (std::size_t p : seed_ports) visit_port(p);
+  for (std::size_t q = 0; q < queue.size(); ++q)
+    for (const auto& [p, c] : flows[queue[q]].ports) visit_port(p);
+  std::sort(queue.begin(), queue.end());
+  return queue;
+}
+
+NewFlowRates pfc_rates_on(std::span<const FluidFlow> flows, const std::vector<double>& capacity,
+                          const std::vector<bool>& switch_egress,
+                          std::span<const std::size_t> members) {
   NewFlowRates out;
-  if (queue.size() == n) {
+  if (members.size() == flows.size()) {
     out.fair = max_min_rates(flows, capacity);
     out.pfc = pfc_rates(flows, capacity, switch_egress, out.fair);
-    out.fair.erase(out.fair.begin(), out.fair.begin() + static_cast<std::ptrdiff_t>(first_new));
-    out.pfc.erase(out.pfc.begin(), out.pfc.begin() + static_cast<std::ptrdiff_t>(first_new));
     return out;
   }
-  std::vector<FluidFlow> component;  // in flow order: the new flows come last
-  component.reserve(queue.size());
-  for (std::size_t f = 0; f < n; ++f)
-    if (in_component[f]) component.push_back(flows[f]);
+  std::vector<FluidFlow> component;
+  component.reserve(members.size());
+  for (std::size_t f : members) component.push_back(flows[f]);
   out.fair = max_min_rates(component, capacity);
   out.pfc = pfc_rates(component, capacity, switch_egress, out.fair);
-  const auto old = static_cast<std::ptrdiff_t>(component.size() - (n - first_new));
+  return out;
+}
+
+NewFlowRates pfc_rates_of_new(std::span<const FluidFlow> flows,
+                              const std::vector<double>& capacity,
+                              const std::vector<bool>& switch_egress, std::size_t first_new) {
+  // Flows interact only through shared ports, so the fixed point of the new flows is that of
+  // their connected component, in flow order (the new flows come last).
+  std::vector<std::size_t> seeds;
+  for (std::size_t f = first_new; f < flows.size(); ++f) seeds.push_back(f);
+  const std::vector<std::size_t> members = connected_flows(flows, capacity.size(), seeds, {});
+  NewFlowRates out = pfc_rates_on(flows, capacity, switch_egress, members);
+  const auto old = static_cast<std::ptrdiff_t>(members.size() - seeds.size());
   out.fair.erase(out.fair.begin(), out.fair.begin() + old);
   out.pfc.erase(out.pfc.begin(), out.pfc.begin() + old);
   return out;
