@@ -87,6 +87,8 @@ struct Simulation::Impl {
     double cap = 0.0;       // bandwidth factor set at start (PFC rate / max-min share), 0 = none
     double cap_rate = 0.0;  // the PFC rate behind it (B/s), 0 = none
     std::uint64_t seq = 0;  // start order
+    double start_clock = 0.0;  // when it started (s) and the latency it was charged (s)
+    double latency = 0.0;
   };
   std::unordered_map<const sg4::Activity*, InFlight> in_flight;
   // PFC tier: the flows in flight in start order, so that each fixed point sees them in an
@@ -94,6 +96,11 @@ struct Simulation::Impl {
   // ran before it in the process).
   std::map<std::uint64_t, const InFlight*> in_flight_by_start;
   std::uint64_t start_seq = 0;
+  std::size_t capped_in_flight = 0;  // PFC tier: flows in flight with a PFC cap
+  // Latency of the next Comm when set (a restarted flow's remaining latency), and the latency
+  // the latency model charged last (both read or written while Comm::start() runs).
+  std::optional<double> next_latency_override;
+  double last_charged_latency = 0.0;
   // PFC fixed points (RoceTier::PfcWithoutEcn): per directed port (2·link + direction) its
   // capacity and whether it leaves a switch; the route ports of each (pair, QP); the flows of
   // the last batch (storage reused).
@@ -124,6 +131,7 @@ struct Simulation::Impl {
   double next_extra_latency = 0.0;  // s, read by the latency model while Comm::start() runs
   double next_rate_cap = 0.0;       // bandwidth factor (0: none), read while start() runs
   std::vector<sg4::CommPtr> retired;         // the last completed Comm (see on_complete)
+  std::vector<sg4::CommPtr> canceled;        // restarted flows' old Comms, until the run ends
   std::vector<TransferId> ready;             // worklist for zero-time (same-device) transfers
   double last_arrival = 0.0;
   std::unordered_map<std::uint64_t, double> pair_bytes;  // payload per routed pair, this run
@@ -166,14 +174,20 @@ struct Simulation::Impl {
     PlatformOptions options;
     options.ecmp_seed = ecmp_seed;
     options.latency_model = [this](Bytes size, DeviceId src, DeviceId dst, Seconds route_latency) {
-      return base_latency(size, src, dst, route_latency) + Seconds(next_extra_latency);
+      const Seconds latency = next_latency_override
+                                  ? Seconds(*next_latency_override)
+                                  : base_latency(size, src, dst, route_latency) +
+                                        Seconds(next_extra_latency);
+      last_charged_latency = latency.seconds();
+      return latency;
     };
     platform = build_platform(*engine, *topology, router, pairs, options);
     // PFC rates of the RoCE tier. SimGrid 3.32 honours neither Comm::set_rate() on
     // host-to-host Comms nor a bound from the bandwidth factor f under CM02: f only scales what
     // a flow delivers (its max-min share x f). So a flow whose PFC rate is below its max-min
     // share at start gets f = PFC rate / max-min share: it holds its share of the links (the
-    // time PFC keeps them paused) and delivers the PFC rate while that congestion lasts.
+    // time PFC keeps them paused) and delivers the PFC rate while that congestion lasts; when
+    // it eases, recover_capped_flows() restarts the flow's remainder at its new rate.
     if (roce_tier == RoceTier::PfcWithoutEcn)
       engine->get_netzone_root()->get_network_model()->set_bw_factor_cb(
           [this](double, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
@@ -270,13 +284,100 @@ struct Simulation::Impl {
       next_rate_cap = cap;
       const auto placed = in_flight.emplace(
           comm.get(), InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap,
-                               q < cap_rates.size() ? cap_rates[q] : 0.0, ++start_seq});
-      if (roce_tier == RoceTier::PfcWithoutEcn)
+                               q < cap_rates.size() ? cap_rates[q] : 0.0, ++start_seq,
+                               sg4::Engine::get_clock()});
+      if (roce_tier == RoceTier::PfcWithoutEcn) {
         in_flight_by_start.emplace(start_seq, &placed.first->second);
+        if (placed.first->second.cap_rate > 0.0) ++capped_in_flight;
+      }
       ++started;
       comm->start();
+      placed.first->second.latency = last_charged_latency;
       next_rate_cap = 0.0;
     }
+  }
+
+  // PFC tier: a capped flow keeps the factor it started with (SimGrid cannot change a running
+  // flow's rate), so when the congestion that capped it eases (a flow through its component
+  // finishes), its remaining bytes are restarted at the rate the fixed point now gives: each
+  // capped flow of the finished flow's component is re-solved uncapped (the other flows keep
+  // their PFC rates), and restarted when its PFC rate rises by more than kRecoveryGain. The
+  // restart pays no latency beyond what its first start had left to run.
+  static constexpr double kRecoveryGain = 1.05;
+  void recover_capped_flows(DeviceId done_src, DeviceId done_dst, std::uint32_t done_qp) {
+    if (capped_in_flight == 0) return;
+    std::vector<FluidFlow>& flows = fluid_flows;
+    std::vector<InFlight*> records;
+    records.reserve(in_flight_by_start.size());
+    std::size_t count = 0;
+    for (const auto& [seq, f] : in_flight_by_start) {
+      if (count == flows.size()) flows.emplace_back();
+      FluidFlow& flow = flows[count++];
+      flow.cap = f->cap_rate;
+      const auto& ports = fluid_ports(f->src, f->dst, f->qp);
+      flow.ports.assign(ports.begin(), ports.end());
+      records.push_back(const_cast<InFlight*>(f));
+    }
+    const std::span<const FluidFlow> all(flows.data(), count);
+    std::vector<std::size_t> seed_ports;
+    for (const auto& [p, c] : fluid_ports(done_src, done_dst, done_qp)) seed_ports.push_back(p);
+    const std::vector<std::size_t> members =
+        connected_flows(all, port_capacity.size(), {}, seed_ports);
+    bool any = false;
+    for (std::size_t f : members)
+      if (flows[f].cap > 0.0) {
+        flows[f].cap = 0.0;  // a candidate: re-solved free of its old cap
+        any = true;
+      }
+    if (!any) return;
+    const NewFlowRates rates = pfc_rates_on(all, port_capacity, port_switch_egress, members);
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      InFlight& rec = *records[members[k]];
+      if (!(rec.cap_rate > 0.0)) continue;
+      const double pfc = rates.pfc[k];
+      const double fair = rates.fair[k];
+      if (!(pfc > rec.cap_rate * kRecoveryGain)) continue;
+      const bool still_capped = std::isfinite(pfc) && pfc > 0.0 && pfc < fair * (1.0 - 1e-6);
+      restart(rec, still_capped ? pfc / fair : 0.0, still_capped ? pfc : 0.0);
+    }
+  }
+
+  // Cancels a flow in flight and starts its remaining bytes anew with another PFC cap (factor
+  // and rate; 0 = none), keeping its place in the start order.
+  void restart(InFlight& rec, double cap, double cap_rate) {
+    const double remaining = rec.comm->get_remaining();
+    if (!(remaining >= 1.0)) return;
+    const double now = sg4::Engine::get_clock();
+    const double latency_left = std::max(0.0, rec.start_clock + rec.latency - now);
+    InFlight next = rec;
+    next.cap = cap;
+    next.cap_rate = cap_rate;
+    next.start_clock = now;
+    next.latency = latency_left;
+    const sg4::Activity* old_activity = rec.comm.get();
+    sg4::CommPtr old = rec.comm;
+    in_flight_by_start.erase(rec.seq);
+    in_flight.erase(old_activity);  // `rec` is gone from here on
+    --capped_in_flight;
+    // Suspended, the old Comm holds no bandwidth (its variable weighs nothing in the max-min
+    // system); it is dropped when the run ends. (A cancelled Comm's action keeps its share
+    // until SimGrid frees it, which it does only once nothing references the Comm.)
+    old->suspend();
+    canceled.push_back(std::move(old));
+    const PlatformRoute* route = platform.find_route(next.src, next.dst);
+    sg4::Host* from = !route->qp_sources.empty() ? route->qp_sources[next.qp]
+                                                 : platform.device_hosts.at(next.src);
+    auto comm = sg4::Comm::sendto_init(from, platform.device_hosts.at(next.dst));
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(remaining)));
+    next.comm = comm;
+    next_rate_cap = cap;
+    next_latency_override = latency_left;
+    const auto placed = in_flight.emplace(comm.get(), std::move(next));
+    in_flight_by_start.emplace(placed.first->second.seq, &placed.first->second);
+    if (cap_rate > 0.0) ++capped_in_flight;
+    comm->start();
+    next_latency_override.reset();
+    next_rate_cap = 0.0;
   }
 
   // The directed ports (2·link + direction) of a part's route, each carrying all of it, as the
@@ -513,8 +614,13 @@ struct Simulation::Impl {
     // completion (by then its handling is over), so at most one finished Comm stays alive.
     retired.clear();
     retired.push_back(std::move(it->second.comm));
+    const DeviceId done_src = it->second.src;
+    const DeviceId done_dst = it->second.dst;
+    const std::uint32_t done_qp = it->second.qp;
+    if (roce_tier == RoceTier::PfcWithoutEcn && it->second.cap_rate > 0.0) --capped_in_flight;
     in_flight_by_start.erase(it->second.seq);
     in_flight.erase(it);
+    if (roce_tier == RoceTier::PfcWithoutEcn) recover_capped_flows(done_src, done_dst, done_qp);
     if (flow_mode) {
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       --flows_left;
@@ -561,6 +667,13 @@ struct Simulation::Impl {
     nccl_run_cost.reset();
     if (!in_flight.empty() || !ready.empty())
       throw std::logic_error("Simulation::run_plan: transfers left unfinished");
+    if (!canceled.empty()) {
+      // Suspended, they would never finish: cancel them and let the engine retire their
+      // actions (their completion callbacks find nothing in flight) before they are freed.
+      for (const sg4::CommPtr& c : canceled) c->cancel();
+      engine->run();
+      canceled.clear();
+    }
     plan = nullptr;
     ranks = nullptr;
     expand_link_bytes();
