@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -73,13 +74,26 @@ std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
 
 std::vector<std::pair<DeviceId, DeviceId>> device_pairs(const Plan& plan,
                                                         const std::vector<DeviceId>& rank_devices) {
-  std::set<std::pair<DeviceId, DeviceId>> seen;
+  // Distinct destinations per source rank, each list sorted: a plan has millions of transfers
+  // (a 1024-rank ring: 2 x 1023 steps x 1024 ranks x channels) but few pairs per rank, so a
+  // binary search in a short contiguous list beats one tree-set insertion per transfer.
+  if (rank_devices.size() < plan.ranks)
+    throw std::out_of_range("device_pairs: fewer devices than ranks");
+  std::vector<std::vector<std::uint32_t>> dsts(plan.ranks);
   for (const Transfer& t : plan.transfers) {
-    const DeviceId a = rank_devices.at(t.src);
-    const DeviceId b = rank_devices.at(t.dst);
-    if (a != b) seen.emplace(a, b);
+    if (t.src >= plan.ranks || t.dst >= plan.ranks)
+      throw std::out_of_range("device_pairs: transfer rank out of range");
+    auto& v = dsts[t.src];
+    const auto it = std::lower_bound(v.begin(), v.end(), t.dst);
+    if (it == v.end() || *it != t.dst) v.insert(it, t.dst);
   }
-  return {seen.begin(), seen.end()};
+  std::vector<std::pair<DeviceId, DeviceId>> out;
+  for (std::uint32_t src = 0; src < plan.ranks; ++src)
+    for (std::uint32_t dst : dsts[src])
+      if (rank_devices[src] != rank_devices[dst]) out.emplace_back(rank_devices[src], rank_devices[dst]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace gradsync
