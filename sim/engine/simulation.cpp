@@ -90,6 +90,7 @@ struct Simulation::Impl {
     std::uint64_t seq = 0;  // start order
     double start_clock = 0.0;  // when it started (s) and the latency it was charged (s)
     double latency = 0.0;
+    const std::vector<std::pair<std::size_t, double>>* ports = nullptr;  // PFC tier: fluid_ports()
   };
   std::unordered_map<const sg4::Activity*, InFlight> in_flight;
   // PFC tier: the flows in flight in start order, so that each fixed point sees them in an
@@ -107,7 +108,14 @@ struct Simulation::Impl {
   // the last batch (storage reused).
   std::vector<double> port_capacity;
   std::vector<bool> port_switch_egress;
-  std::unordered_map<std::uint64_t, std::vector<std::vector<std::pair<std::size_t, double>>>>
+  struct PartKeyHash {
+    std::size_t operator()(const std::pair<std::uint64_t, std::uint32_t>& k) const noexcept {
+      return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL + k.second);
+    }
+  };
+  // (pair, QP) -> its ports; node-based, so the vectors stay where they are (InFlight::ports).
+  std::unordered_map<std::pair<std::uint64_t, std::uint32_t>,
+                     std::vector<std::pair<std::size_t, double>>, PartKeyHash>
       fluid_port_cache;
   std::vector<FluidFlow> fluid_flows;
   std::unordered_map<TransferId, std::uint32_t> parts_left;  // transfers split over QPs
@@ -288,6 +296,7 @@ struct Simulation::Impl {
                                q < cap_rates.size() ? cap_rates[q] : 0.0, ++start_seq,
                                sg4::Engine::get_clock()});
       if (roce_tier == RoceTier::PfcWithoutEcn) {
+        placed.first->second.ports = &fluid_ports(src, dst, static_cast<std::uint32_t>(q));
         in_flight_by_start.emplace(start_seq, &placed.first->second);
         if (placed.first->second.cap_rate > 0.0) ++capped_in_flight;
       }
@@ -315,8 +324,7 @@ struct Simulation::Impl {
       if (count == flows.size()) flows.emplace_back();
       FluidFlow& flow = flows[count++];
       flow.cap = f->cap_rate;
-      const auto& ports = fluid_ports(f->src, f->dst, f->qp);
-      flow.ports.assign(ports.begin(), ports.end());
+      flow.ports.assign(f->ports->begin(), f->ports->end());
       records.push_back(const_cast<InFlight*>(f));
     }
     const std::span<const FluidFlow> all(flows.data(), count);
@@ -385,9 +393,7 @@ struct Simulation::Impl {
   // fluid fixed points take them; computed once per (pair, QP).
   const std::vector<std::pair<std::size_t, double>>& fluid_ports(DeviceId src, DeviceId dst,
                                                                   std::uint32_t qp) {
-    auto& per_qp = fluid_port_cache[pair_key(src, dst)];
-    if (qp >= per_qp.size()) per_qp.resize(qp + 1);
-    auto& ports = per_qp[qp];
+    auto& ports = fluid_port_cache[{pair_key(src, dst), qp}];
     if (ports.empty()) {
       const Route& r = part_route(src, dst, qp);
       for (std::size_t i = 0; i < r.links.size(); ++i) ports.emplace_back(port_of(r, i), 1.0);
@@ -482,15 +488,17 @@ struct Simulation::Impl {
     std::vector<FluidFlow>& flows = fluid_flows;
     std::size_t flow_count = 0;
     std::vector<Part> parts;  // the new flows' parts, after the in-flight ones in `flows`
-    auto add_flow = [&](DeviceId src, DeviceId dst, std::uint32_t qp, double cap) {
+    auto add_ports = [&](const std::vector<std::pair<std::size_t, double>>& ports, double cap) {
       if (flow_count == flows.size()) flows.emplace_back();
       FluidFlow& f = flows[flow_count++];
       f.cap = cap;
-      const auto& ports = fluid_ports(src, dst, qp);
       f.ports.assign(ports.begin(), ports.end());
     };
+    auto add_flow = [&](DeviceId src, DeviceId dst, std::uint32_t qp, double cap) {
+      add_ports(fluid_ports(src, dst, qp), cap);
+    };
     if (roce_tier == RoceTier::PfcWithoutEcn)
-      for (const auto& [seq, f] : in_flight_by_start) add_flow(f->src, f->dst, f->qp, f->cap_rate);
+      for (const auto& [seq, f] : in_flight_by_start) add_ports(*f->ports, f->cap_rate);
     const std::size_t first_new = flow_count;
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const PlatformRoute* route = platform.find_route(batch[b].src, batch[b].dst);
