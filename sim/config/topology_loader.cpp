@@ -82,11 +82,10 @@ BytesPerSecond positive_rate(const MapReader& r, const std::string& key) {
   return bw;
 }
 
-// A time in [0, max_seconds]; `what` says what the bound is.
+// A time of at most max_seconds (the unit parser rejects negative ones); `what` says the bound.
 Seconds bounded_time(const MapReader& r, const std::string& key, double max_seconds,
                      std::string_view what) {
   const Seconds t = r.time(key);
-  if (t.seconds() < 0.0) r.fail(key, "must not be negative");
   if (t.seconds() > max_seconds)
     r.fail(key, fmt::format("{:.4g}s is too long ({}): a unit typo?", t.seconds(), what));
   return t;
@@ -94,11 +93,11 @@ Seconds bounded_time(const MapReader& r, const std::string& key, double max_seco
 Seconds link_latency(const MapReader& r, const std::string& key) {
   return bounded_time(r, key, kMaxLatency, "at most 1s per link or device");
 }
-// A buffer or window size in (0, 1 TiB] (zero allowed when allow_zero).
+// A buffer or window size in (0, 1 TiB] (zero allowed when allow_zero; the unit parser
+// rejects negative ones).
 Bytes bounded_size(const MapReader& r, const std::string& key, bool allow_zero) {
   const Bytes b = r.size(key);
-  if (b.bytes() < 0.0 || (!allow_zero && b.bytes() == 0.0))
-    r.fail(key, allow_zero ? "must not be negative" : "must be positive");
+  if (!allow_zero && b.bytes() == 0.0) r.fail(key, "must be positive");
   if (b.bytes() > kMaxBuffer) r.fail(key, "must be at most 1TiB");
   return b;
 }

@@ -96,7 +96,7 @@ struct Simulation::Impl {
   // PFC tier: the flows in flight in start order, so that each fixed point sees them in an
   // order that does not depend on memory addresses (a run's result must not depend on what
   // ran before it in the process).
-  std::map<std::uint64_t, const InFlight*> in_flight_by_start;
+  std::map<std::uint64_t, InFlight*> in_flight_by_start;
   std::uint64_t start_seq = 0;
   std::size_t capped_in_flight = 0;  // PFC tier: flows in flight with a PFC cap
   // Latency of the next Comm when set (a restarted flow's remaining latency), and the latency
@@ -197,6 +197,19 @@ struct Simulation::Impl {
     // share at start gets f = PFC rate / max-min share: it holds its share of the links (the
     // time PFC keeps them paused) and delivers the PFC rate while that congestion lasts; when
     // it eases, recover_capped_flows() restarts the flow's remainder at its new rate.
+    if (roce_tier == RoceTier::PfcWithoutEcn) {
+      const auto& links = topology->links();
+      port_capacity.resize(2 * links.size());
+      port_switch_egress.assign(2 * links.size(), false);
+      for (LinkId id = 0; id < links.size(); ++id) {
+        port_capacity[2 * id] = port_capacity[2 * id + 1] =
+            links[id].effective_bandwidth().bytes_per_second();
+        port_switch_egress[2 * id] = links[id].fabric == Fabric::Roce &&
+                                     topology->device(links[id].a).kind == DeviceKind::Switch;
+        port_switch_egress[2 * id + 1] = links[id].fabric == Fabric::Roce &&
+                                         topology->device(links[id].b).kind == DeviceKind::Switch;
+      }
+    }
     if (roce_tier == RoceTier::PfcWithoutEcn)
       engine->get_netzone_root()->get_network_model()->set_bw_factor_cb(
           [this](double, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
@@ -284,27 +297,42 @@ struct Simulation::Impl {
       else parts_left[id] = static_cast<std::uint32_t>(parts);
     }
     for (std::size_t q = 0; q < parts; ++q) {
-      sg4::Host* from = parts > 1 ? route->qp_sources[q] : platform.device_hosts.at(src);
-      const double cap = q < caps.size() ? caps[q] : 0.0;
-      auto comm = sg4::Comm::sendto_init(from, platform.device_hosts.at(dst));
-      comm->set_payload_size(
-          static_cast<std::uint64_t>(std::llround(wire / static_cast<double>(parts))));
-      // The cap goes through the bandwidth-factor callback (read while start() runs).
-      next_rate_cap = cap;
-      const auto placed = in_flight.emplace(
-          comm.get(), InFlight{comm, id, src, dst, static_cast<std::uint32_t>(q), cap,
-                               q < cap_rates.size() ? cap_rates[q] : 0.0, ++start_seq,
-                               sg4::Engine::get_clock()});
-      if (roce_tier == RoceTier::PfcWithoutEcn) {
-        placed.first->second.ports = &fluid_ports(src, dst, static_cast<std::uint32_t>(q));
-        in_flight_by_start.emplace(start_seq, &placed.first->second);
-        if (placed.first->second.cap_rate > 0.0) ++capped_in_flight;
-      }
+      InFlight part;
+      part.id = id;
+      part.src = src;
+      part.dst = dst;
+      part.qp = static_cast<std::uint32_t>(q);
+      part.cap = q < caps.size() ? caps[q] : 0.0;
+      part.cap_rate = q < cap_rates.size() ? cap_rates[q] : 0.0;
+      part.seq = ++start_seq;
+      if (roce_tier == RoceTier::PfcWithoutEcn) part.ports = &fluid_ports(src, dst, part.qp);
       ++started;
-      comm->start();
-      placed.first->second.latency = last_charged_latency;
-      next_rate_cap = 0.0;
+      start_part(std::move(part), wire / static_cast<double>(parts));
     }
+  }
+
+  // Starts one part's Comm of `payload` bytes from its source host (its QP's alias host when
+  // the route has several) and records it in flight. Its PFC cap goes through the
+  // bandwidth-factor callback and next_latency_override (if set) through the latency model,
+  // both read while Comm::start() runs.
+  void start_part(InFlight part, double payload) {
+    const PlatformRoute* route = platform.find_route(part.src, part.dst);
+    sg4::Host* from = route != nullptr && !route->qp_sources.empty()
+                          ? route->qp_sources[part.qp]
+                          : platform.device_hosts.at(part.src);
+    auto comm = sg4::Comm::sendto_init(from, platform.device_hosts.at(part.dst));
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(payload)));
+    part.comm = comm;
+    part.start_clock = sg4::Engine::get_clock();
+    next_rate_cap = part.cap;
+    InFlight& rec = in_flight.emplace(comm.get(), std::move(part)).first->second;
+    if (roce_tier == RoceTier::PfcWithoutEcn) {
+      in_flight_by_start.emplace(rec.seq, &rec);
+      if (rec.cap_rate > 0.0) ++capped_in_flight;
+    }
+    comm->start();
+    rec.latency = last_charged_latency;
+    next_rate_cap = 0.0;
   }
 
   // PFC tier: a capped flow keeps the factor it started with (SimGrid cannot change a running
@@ -312,21 +340,33 @@ struct Simulation::Impl {
   // finishes), its remaining bytes are restarted at the rate the fixed point now gives: each
   // capped flow of the finished flow's component is re-solved uncapped (the other flows keep
   // their PFC rates), and restarted when its PFC rate rises by more than kRecoveryGain. The
-  // restart pays no latency beyond what its first start had left to run.
+  // restart pays no latency beyond what its first start had left to run. kRecoveryGain only
+  // keeps small rate changes from restarting flows: on 48 RoCE-without-ECN benches (ring, tree,
+  // hierarchical, PS; flow and step; 4 and 8 servers) 1.001 gives the same times as 1.05 in the
+  // same wall time, 1.2 moves two of them by 0.1-0.6 %.
   static constexpr double kRecoveryGain = 1.05;
+  // Appends a fluid flow (ports, rate cap in B/s) to fluid_flows[0, count), reusing storage.
+  void add_fluid_flow(std::size_t& count, const std::vector<std::pair<std::size_t, double>>& ports,
+                      double cap) {
+    if (count == fluid_flows.size()) fluid_flows.emplace_back();
+    FluidFlow& f = fluid_flows[count++];
+    f.cap = cap;
+    f.ports.assign(ports.begin(), ports.end());
+  }
+  // fluid_flows[0, count) = the flows in flight, in start order, capped at their PFC rates.
+  std::size_t fluid_flows_in_flight() {
+    std::size_t count = 0;
+    for (const auto& [seq, f] : in_flight_by_start) add_fluid_flow(count, *f->ports, f->cap_rate);
+    return count;
+  }
+
   void recover_capped_flows(DeviceId done_src, DeviceId done_dst, std::uint32_t done_qp) {
     if (capped_in_flight == 0) return;
     std::vector<FluidFlow>& flows = fluid_flows;
-    std::vector<InFlight*> records;
-    records.reserve(in_flight_by_start.size());
-    std::size_t count = 0;
-    for (const auto& [seq, f] : in_flight_by_start) {
-      if (count == flows.size()) flows.emplace_back();
-      FluidFlow& flow = flows[count++];
-      flow.cap = f->cap_rate;
-      flow.ports.assign(f->ports->begin(), f->ports->end());
-      records.push_back(const_cast<InFlight*>(f));
-    }
+    const std::size_t count = fluid_flows_in_flight();
+    std::vector<InFlight*> records;  // same order as the flows
+    records.reserve(count);
+    for (const auto& [seq, f] : in_flight_by_start) records.push_back(f);
     const std::span<const FluidFlow> all(flows.data(), count);
     std::vector<std::size_t> seed_ports;
     for (const auto& [p, c] : fluid_ports(done_src, done_dst, done_qp)) seed_ports.push_back(p);
@@ -351,18 +391,16 @@ struct Simulation::Impl {
     }
   }
 
-  // Cancels a flow in flight and starts its remaining bytes anew with another PFC cap (factor
+  // Suspends a flow in flight and starts its remaining bytes anew with another PFC cap (factor
   // and rate; 0 = none), keeping its place in the start order.
   void restart(InFlight& rec, double cap, double cap_rate) {
     const double remaining = rec.comm->get_remaining();
     if (!(remaining >= 1.0)) return;
     const double now = sg4::Engine::get_clock();
     const double latency_left = std::max(0.0, rec.start_clock + rec.latency - now);
-    InFlight next = rec;
+    InFlight next = rec;  // same pair, QP and place in the start order
     next.cap = cap;
     next.cap_rate = cap_rate;
-    next.start_clock = now;
-    next.latency = latency_left;
     const sg4::Activity* old_activity = rec.comm.get();
     sg4::CommPtr old = rec.comm;
     in_flight_by_start.erase(rec.seq);
@@ -373,20 +411,9 @@ struct Simulation::Impl {
     // until SimGrid frees it, which it does only once nothing references the Comm.)
     old->suspend();
     canceled.push_back(std::move(old));
-    const PlatformRoute* route = platform.find_route(next.src, next.dst);
-    sg4::Host* from = !route->qp_sources.empty() ? route->qp_sources[next.qp]
-                                                 : platform.device_hosts.at(next.src);
-    auto comm = sg4::Comm::sendto_init(from, platform.device_hosts.at(next.dst));
-    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(remaining)));
-    next.comm = comm;
-    next_rate_cap = cap;
     next_latency_override = latency_left;
-    const auto placed = in_flight.emplace(comm.get(), std::move(next));
-    in_flight_by_start.emplace(placed.first->second.seq, &placed.first->second);
-    if (cap_rate > 0.0) ++capped_in_flight;
-    comm->start();
+    start_part(std::move(next), remaining);
     next_latency_override.reset();
-    next_rate_cap = 0.0;
   }
 
   // The directed ports (2·link + direction) of a part's route, each carrying all of it, as the
@@ -483,48 +510,24 @@ struct Simulation::Impl {
       std::size_t batch_index;
       std::uint32_t qp;
     };
-    // The fluid flows of this batch: in-flight ones, then the new parts. The vector is kept
-    // between batches so that its flows' port lists reuse their storage.
+    // PFC tier: the fluid flows of this batch, the in-flight ones then the new parts.
     std::vector<FluidFlow>& flows = fluid_flows;
-    std::size_t flow_count = 0;
+    std::size_t flow_count = roce_tier == RoceTier::PfcWithoutEcn ? fluid_flows_in_flight() : 0;
     std::vector<Part> parts;  // the new flows' parts, after the in-flight ones in `flows`
-    auto add_ports = [&](const std::vector<std::pair<std::size_t, double>>& ports, double cap) {
-      if (flow_count == flows.size()) flows.emplace_back();
-      FluidFlow& f = flows[flow_count++];
-      f.cap = cap;
-      f.ports.assign(ports.begin(), ports.end());
-    };
-    auto add_flow = [&](DeviceId src, DeviceId dst, std::uint32_t qp, double cap) {
-      add_ports(fluid_ports(src, dst, qp), cap);
-    };
-    if (roce_tier == RoceTier::PfcWithoutEcn)
-      for (const auto& [seq, f] : in_flight_by_start) add_ports(*f->ports, f->cap_rate);
     const std::size_t first_new = flow_count;
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const PlatformRoute* route = platform.find_route(batch[b].src, batch[b].dst);
       const std::size_t n = route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
       for (std::uint32_t q = 0; q < n; ++q) {
         parts.push_back(Part{b, q});
-        if (roce_tier == RoceTier::PfcWithoutEcn) add_flow(batch[b].src, batch[b].dst, q, 0.0);
+        if (roce_tier == RoceTier::PfcWithoutEcn)
+          add_fluid_flow(flow_count, fluid_ports(batch[b].src, batch[b].dst, q), 0.0);
       }
     }
     std::vector<std::vector<double>> caps(batch.size()), cap_rates(batch.size());
     std::vector<double> extra(batch.size(), 0.0);
     const auto& links = topology->links();
     if (roce_tier == RoceTier::PfcWithoutEcn) {
-      if (port_capacity.empty()) {
-        port_capacity.resize(2 * links.size());
-        port_switch_egress.assign(2 * links.size(), false);
-        for (LinkId id = 0; id < links.size(); ++id) {
-          port_capacity[2 * id] = port_capacity[2 * id + 1] =
-              links[id].effective_bandwidth().bytes_per_second();
-          port_switch_egress[2 * id] = links[id].fabric == Fabric::Roce &&
-                                       topology->device(links[id].a).kind == DeviceKind::Switch;
-          port_switch_egress[2 * id + 1] =
-              links[id].fabric == Fabric::Roce &&
-              topology->device(links[id].b).kind == DeviceKind::Switch;
-        }
-      }
       const NewFlowRates rates =
           pfc_rates_of_new(std::span<const FluidFlow>(flows.data(), flow_count), port_capacity,
                            port_switch_egress, first_new);

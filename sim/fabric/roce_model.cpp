@@ -12,6 +12,33 @@ namespace gradsync {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSaturated = 1e-9;  // relative slack under which a port counts as full
+
+// The flows through each port, in flow order: visits[start[p] .. start[p + 1]) are the
+// (flow, index of p in the flow's path) of port p. Routes are simple paths, so a flow visits a
+// port at most once. O(flow-ports + ports); every fixed point below walks it instead of
+// scanning all flows per port.
+struct PortIndex {
+  struct Visit {
+    std::size_t flow;
+    std::size_t index;
+  };
+  std::vector<std::size_t> start;
+  std::vector<Visit> visits;
+
+  PortIndex(std::span<const FluidFlow> flows, std::size_t ports) : start(ports + 1, 0) {
+    for (const FluidFlow& f : flows)
+      for (const auto& [p, c] : f.ports) ++start[p + 1];
+    for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
+    visits.resize(start[ports]);
+    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+    for (std::size_t f = 0; f < flows.size(); ++f)
+      for (std::size_t i = 0; i < flows[f].ports.size(); ++i)
+        visits[fill[flows[f].ports[i].first]++] = Visit{f, i};
+  }
+  [[nodiscard]] std::span<const Visit> at(std::size_t port) const {
+    return {visits.data() + start[port], start[port + 1] - start[port]};
+  }
+};
 }  // namespace
 
 namespace {
@@ -26,23 +53,16 @@ std::vector<double> max_min_with_caps(std::span<const FluidFlow> flows,
   const std::size_t ports = capacity.size();
   std::vector<double> rate(n, 0.0);
   std::vector<bool> frozen(n, false);
-  std::vector<std::size_t> start(ports + 1, 0);
-  for (const FluidFlow& f : flows)
-    for (const auto& [p, c] : f.ports) ++start[p + 1];
-  for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
-  std::vector<std::pair<std::size_t, double>> through(start[ports]);  // (flow, share), by port
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t f = 0; f < n; ++f)
-    for (const auto& [p, c] : flows[f].ports) through[fill[p]++] = {f, c};
+  const PortIndex index(flows, ports);
   std::vector<std::size_t> used;  // ports some unfrozen flow crosses
   for (std::size_t p = 0; p < ports; ++p)
-    if (start[p + 1] > start[p]) used.push_back(p);
+    if (!index.at(p).empty()) used.push_back(p);
   std::vector<double> left = capacity;
   std::vector<double> weight(ports, 0.0);  // shares of the unfrozen flows, summed in flow order
   const auto reweigh = [&](std::size_t p) {
     double w = 0.0;
-    for (std::size_t v = start[p]; v < start[p + 1]; ++v)
-      if (!frozen[through[v].first]) w += through[v].second;
+    for (const auto& [f, i] : index.at(p))
+      if (!frozen[f]) w += flows[f].ports[i].second;
     weight[p] = w;
   };
   for (std::size_t p : used) reweigh(p);
@@ -76,8 +96,8 @@ std::vector<double> max_min_with_caps(std::span<const FluidFlow> flows,
       if (!frozen[capped[k]]) freezing.push_back(capped[k]);
     for (std::size_t p : used)
       if (weight[p] > 0.0 && left[p] <= capacity[p] * kSaturated)
-        for (std::size_t v = start[p]; v < start[p + 1]; ++v)
-          if (!frozen[through[v].first]) freezing.push_back(through[v].first);
+        for (const auto& [f, i] : index.at(p))
+          if (!frozen[f]) freezing.push_back(f);
     for (std::size_t f : freezing) {
       if (frozen[f]) continue;
       frozen[f] = true;
@@ -125,24 +145,7 @@ std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
   for (std::size_t f = 0; f < n; ++f)
     for (const auto& [p, c] : flows[f].ports) load[p] += c * fair[f];
 
-  // The flows through each port, in flow order, with the index of the port in the flow's path
-  // (its first visit): a compressed index, so that each congested port costs its own flows only.
-  struct Visit {
-    std::size_t flow;
-    std::size_t index;
-  };
-  std::vector<std::size_t> start(ports + 1, 0);
-  for (std::size_t f = 0; f < n; ++f)
-    for (const auto& [p, c] : flows[f].ports) ++start[p + 1];
-  for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
-  std::vector<Visit> visits(start[ports]);
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t f = 0; f < n; ++f)
-    for (std::size_t i = 0; i < flows[f].ports.size(); ++i) {
-      const std::size_t p = flows[f].ports[i].first;
-      if (fill[p] > start[p] && visits[fill[p] - 1].flow == f) continue;  // a second visit
-      visits[fill[p]++] = Visit{f, i};
-    }
+  const PortIndex index(flows, ports);  // each congested port costs its own flows only
 
   std::vector<double> caps(n);
   for (std::size_t f = 0; f < n; ++f) caps[f] = flows[f].cap;
@@ -159,16 +162,13 @@ std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
     congested = true;
     // Flows through e, grouped by the port they entered the switch from (their previous port;
     // a flow starting at the switch forms its own group).
-    std::map<std::size_t, std::vector<std::size_t>> by_ingress;
-    for (std::size_t v = start[e]; v < fill[e]; ++v) {
-      const auto [f, i] = visits[v];
-      by_ingress[i == 0 ? ports + f : flows[f].ports[i - 1].first].push_back(v);
-    }
+    std::map<std::size_t, std::vector<PortIndex::Visit>> by_ingress;
+    for (const PortIndex::Visit& v : index.at(e))
+      by_ingress[v.index == 0 ? ports + v.flow : flows[v.flow].ports[v.index - 1].first].push_back(v);
     // Round robin over ingress ports, then equal per flow within a port.
     const double per_port = capacity[e] / static_cast<double>(by_ingress.size());
     for (const auto& [ingress, members] : by_ingress)
-      for (std::size_t v : members) {
-        const auto [f, i] = visits[v];
+      for (const auto& [f, i] : members) {
         const double r = per_port / static_cast<double>(members.size()) / flows[f].ports[i].second;
         congested_rate[f] = r;
         cap_at(f, r);
@@ -176,8 +176,7 @@ std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
     // Head-of-line victims: every port upstream of e on a congested flow's path is paused
     // while that flow waits; another flow on such a port moves at most at the congested flow's
     // rate (their packets interleave in one queue).
-    for (std::size_t v = start[e]; v < fill[e]; ++v) {
-      const auto [f, i] = visits[v];
+    for (const auto& [f, i] : index.at(e)) {
       for (std::size_t k = 0; k < i; ++k) {
         const std::size_t p = flows[f].ports[k].first;
         if (paused[p] < 0.0) paused_ports.push_back(p);
@@ -185,12 +184,12 @@ std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
       }
     }
     for (std::size_t p : paused_ports) {
-      for (std::size_t v = start[p]; v < fill[p]; ++v)
-        if (congested_rate[visits[v].flow] < 0.0) cap_at(visits[v].flow, paused[p]);
+      for (const auto& [f, i] : index.at(p))
+        if (congested_rate[f] < 0.0) cap_at(f, paused[p]);
       paused[p] = -1.0;
     }
     paused_ports.clear();
-    for (std::size_t v = start[e]; v < fill[e]; ++v) congested_rate[visits[v].flow] = -1.0;
+    for (const auto& [f, i] : index.at(e)) congested_rate[f] = -1.0;
   }
   if (!congested) return fair;  // no pause: the caps are the flows' own
   return max_min_with_caps(flows, capacity, caps);
@@ -199,24 +198,16 @@ std::vector<double> pfc_rates(std::span<const FluidFlow> flows,
 std::vector<std::size_t> connected_flows(std::span<const FluidFlow> flows, std::size_t ports,
                                          std::span<const std::size_t> seed_flows,
                                          std::span<const std::size_t> seed_ports) {
-  const std::size_t n = flows.size();
-  std::vector<std::size_t> start(ports + 1, 0);
-  for (const FluidFlow& f : flows)
-    for (const auto& [p, c] : f.ports) ++start[p + 1];
-  for (std::size_t p = 0; p < ports; ++p) start[p + 1] += start[p];
-  std::vector<std::size_t> through(start[ports]);
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t f = 0; f < n; ++f)
-    for (const auto& [p, c] : flows[f].ports) through[fill[p]++] = f;
-  std::vector<bool> in_component(n, false), port_seen(ports, false);
+  const PortIndex index(flows, ports);
+  std::vector<bool> in_component(flows.size(), false), port_seen(ports, false);
   std::vector<std::size_t> queue;
   const auto visit_port = [&](std::size_t p) {
     if (port_seen[p]) return;
     port_seen[p] = true;
-    for (std::size_t v = start[p]; v < start[p + 1]; ++v)
-      if (!in_component[through[v]]) {
-        in_component[through[v]] = true;
-        queue.push_back(through[v]);
+    for (const auto& [f, i] : index.at(p))
+      if (!in_component[f]) {
+        in_component[f] = true;
+        queue.push_back(f);
       }
   };
   for (std::size_t f : seed_flows)
