@@ -5,13 +5,16 @@
 // simulates every algorithm that applies and keeps the fastest, as a tuner would, and says
 // which it picked in the last column. `--algo nvls` (NVLink SHARP) adds the ranks' NVSwitch as
 // the plan's in-fabric reducer (nvls_switch()), `--algo nvlstree` each server's NVSwitch
-// (nvls_tree_devices()); auto includes the one that applies.
+// (nvls_tree_devices()); auto includes the one that applies. `--compare LOG` takes the sizes
+// and the rank count from a real nccl-tests log and prints measured beside simulated, with the
+// busbw error per row and per size band (nccl_tests_compare.hpp).
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -19,10 +22,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "gradsync/calibrate.hpp"
 #include "gradsync/collective.hpp"
 #include "gradsync/config.hpp"
 #include "gradsync/config_error.hpp"
 #include "gradsync/engine.hpp"
+#include "gradsync/nccl_tests_compare.hpp"
 
 namespace gradsync::cli {
 namespace {
@@ -45,6 +50,8 @@ struct BenchOptions {
   std::uint32_t root = 0;
   bool json = false;
   std::vector<std::string> cfg;
+  std::string compare;         // nccl-tests log: its sizes and ranks, measured beside simulated
+  bool sizes_given = false;    // --min, --max or --factor on the command line
 };
 
 constexpr double kFloatBytes = 4.0;  // nccl-tests' default type: float
@@ -68,6 +75,76 @@ struct Row {
   std::string fidelity;
 };
 
+// `--compare LOG`: measured (the log's out-of-place columns) beside simulated, per row and
+// per size band.
+void print_comparison(const BenchOptions& o, const Topology& topo, const NcclTestsLog& log,
+                      const std::vector<Row>& simulated, std::uint32_t ranks, std::uint32_t ppn) {
+  std::vector<ComparedRow> rows;
+  for (std::size_t i = 0; i < log.rows.size(); ++i) {
+    const NcclTestsRow& m = log.rows[i];
+    const Row& s = simulated[i];
+    rows.push_back(ComparedRow{m.bytes, m.time_us, s.time_us, m.busbw_GBps, s.busbw,
+                               s.algorithm, m.line});
+  }
+  const std::vector<BandSummary> bands = summarize_bands(rows);
+  if (o.json) {
+    nlohmann::ordered_json out;
+    out["log"] = {{"file", log.file}, {"ranks", log.ranks}, {"nodes", log.nodes()},
+                  {"device", log.device}, {"runs", log.runs}};
+    out["topology"] = topo.name();
+    out["ranks"] = ranks;
+    out["op"] = o.op;
+    out["algo"] = o.algo;
+    out["rows"] = nlohmann::ordered_json::array();
+    for (const ComparedRow& r : rows)
+      out["rows"].push_back({{"bytes", r.bytes},
+                             {"line", r.line},
+                             {"measured_time_us", r.measured_time_us},
+                             {"simulated_time_us", r.simulated_time_us},
+                             {"time_ratio", r.time_ratio()},
+                             {"measured_busbw_GBps", r.measured_busbw_GBps},
+                             {"simulated_busbw_GBps", r.simulated_busbw_GBps},
+                             {"busbw_error", r.busbw_error()},
+                             {"algorithm", r.algorithm}});
+    out["bands"] = nlohmann::ordered_json::array();
+    for (const BandSummary& b : bands)
+      out["bands"].push_back({{"band", b.band.name},
+                              {"sizes", b.band.label},
+                              {"rows", b.rows},
+                              {"median_abs_busbw_error", b.median_abs_error},
+                              {"worst_abs_busbw_error", b.worst_abs_error},
+                              {"worst_bytes", b.worst_bytes},
+                              {"min_time_ratio", b.min_time_ratio},
+                              {"max_time_ratio", b.max_time_ratio}});
+    std::cout << out.dump(2) << '\n';
+    return;
+  }
+  std::cout << fmt::format("# gradsync bench --compare: {} on {} ({} ranks, {} per node), "
+                           "algorithm {}\n", o.op, topo.name(), ranks, ppn, o.algo);
+  std::cout << fmt::format("# measured: {} ({} ranks on {} hosts{}{}), out-of-place columns; "
+                           "GB = 1e9 B\n", log.file, log.ranks, log.nodes(),
+                           log.device.empty() ? "" : ", ", log.device);
+  if (log.ranks > 0 && static_cast<std::uint32_t>(log.ranks) != ranks)
+    std::cout << fmt::format("# note: the log ran {} ranks, the simulation {}\n", log.ranks, ranks);
+  std::cout << "# error = simulated busbw / measured busbw - 1 (positive: gradsync is optimistic)\n#\n";
+  std::cout << fmt::format("#{:>11} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8}  {}\n", "size",
+                           "measured", "simulated", "t x", "meas bw", "sim bw", "error", "algo");
+  std::cout << fmt::format("#{:>11} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8}\n", "(B)", "(us)",
+                           "(us)", "", "(GB/s)", "(GB/s)", "");
+  for (const ComparedRow& r : rows)
+    std::cout << fmt::format("{:>12.0f} {:>10.2f} {:>10.2f} {:>6.2f} {:>9.2f} {:>9.2f} {:>+7.1f}%  {}\n",
+                             r.bytes, r.measured_time_us, r.simulated_time_us, r.time_ratio(),
+                             r.measured_busbw_GBps, r.simulated_busbw_GBps, 100.0 * r.busbw_error(),
+                             r.algorithm);
+  std::cout << "#\n# per size band: |busbw error| median and worst, simulated/measured time range\n";
+  for (const BandSummary& b : bands)
+    std::cout << fmt::format("# {:<8} {:<15} {:>3} rows  median {:>5.1f}%  worst {:>+6.1f}% at {:<10}"
+                             "  time x {:.2f}..{:.2f}\n",
+                             b.band.name, b.band.label, b.rows, 100.0 * b.median_abs_error,
+                             100.0 * b.worst_error, format_size(Bytes(b.worst_bytes)),
+                             b.min_time_ratio, b.max_time_ratio);
+}
+
 void run_bench(const BenchOptions& o) {
   const TopologyFile topo_file = load_topology_file(o.file);
   const Topology& topo = topo_file.topology;
@@ -81,7 +158,23 @@ void run_bench(const BenchOptions& o) {
     throw ConfigError(cli_mark("--max"), "sizes above 10 TB are not a message size");
   if (!(o.factor > 1.0)) throw ConfigError(cli_mark("--factor"), "--factor must be > 1");
 
-  const std::uint32_t n = o.gpus == 0 ? static_cast<std::uint32_t>(topo.gpu_count()) : o.gpus;
+  std::optional<NcclTestsLog> log;
+  if (!o.compare.empty()) {
+    if (o.sizes_given)
+      throw ConfigError(cli_mark("--compare"),
+                        "--compare takes its sizes from the log: drop --min/--max/--factor");
+    log = parse_nccl_tests_log(read_input_file(o.compare, "bench", "--compare"), o.compare);
+    if (log->rows.empty())
+      throw ConfigError(SourceMark{o.compare, 0, 0}, "no nccl-tests data rows in this log");
+    if (o.gpus == 0 && log->ranks > 0 && static_cast<std::size_t>(log->ranks) > topo.gpu_count())
+      throw ConfigError(cli_mark("--compare"),
+                        fmt::format("the log ran {} ranks but {} has {} GPUs: raise the "
+                                    "topology's nodes or pass --gpus", log->ranks, o.file,
+                                    topo.gpu_count()));
+  }
+  const std::uint32_t n = o.gpus != 0                   ? o.gpus
+                          : log && log->ranks > 0       ? static_cast<std::uint32_t>(log->ranks)
+                                                        : static_cast<std::uint32_t>(topo.gpu_count());
   PlacementOptions placement;
   placement.kind = o.placement == "strided" ? PlacementKind::Strided
                    : o.placement == "random" ? PlacementKind::Random
@@ -176,8 +269,11 @@ void run_bench(const BenchOptions& o) {
                                                    : Fidelity::Auto;
 
   std::vector<double> sizes;
-  for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
-    sizes.push_back(std::round(s));
+  if (log)
+    for (const NcclTestsRow& r : log->rows) sizes.push_back(r.bytes);
+  else
+    for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
+      sizes.push_back(std::round(s));
   const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
 
   const std::uint32_t busbw_ranks =
@@ -207,6 +303,10 @@ void run_bench(const BenchOptions& o) {
   }
   if (progress) std::cerr << "\r" << std::string(40, ' ') << "\r";
 
+  if (log) {
+    print_comparison(o, topo, *log, rows, n, ppn);
+    return;
+  }
   const bool rooted = *op == CollectiveOp::Broadcast || *op == CollectiveOp::Reduce;
   const std::string redop = (*op == CollectiveOp::AllGather || *op == CollectiveOp::Broadcast)
                                 ? "none" : "sum";
@@ -258,9 +358,14 @@ void add_bench_command(CLI::App& app) {
                   "SHARP in one NVSwitch domain; nvlstree: NVLS in each server, trees across "
                   "servers; auto includes them where available)")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "nvlstree", "auto"}));
-  cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
-  cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
-  cmd->add_option("--factor,-f", opts->factor, "size multiplier between rows (default 2)");
+  CLI::Option* min = cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
+  CLI::Option* max = cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
+  CLI::Option* factor =
+      cmd->add_option("--factor,-f", opts->factor, "size multiplier between rows (default 2)");
+  cmd->add_option("--compare", opts->compare,
+                  "a real nccl-tests log (all_reduce_perf output): simulate its sizes with its "
+                  "rank count and print measured beside simulated, with the busbw error per row "
+                  "and per size band");
   cmd->add_option("--gpus,-g", opts->gpus, "ranks (default: every GPU of the topology)")
       ->check(CLI::Range(1u, 262144u));
   cmd->add_option("--fidelity", opts->fidelity, "auto | step | flow")
@@ -280,7 +385,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--root", opts->root, "root rank for broadcast / reduce");
   cmd->add_flag("--json", opts->json, "print the rows as one JSON array");
   cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
-  cmd->callback([opts] { run_bench(*opts); });
+  cmd->callback([opts, min, max, factor] {
+    opts->sizes_given = min->count() + max->count() + factor->count() > 0;
+    run_bench(*opts);
+  });
 }
 
 }  // namespace gradsync::cli

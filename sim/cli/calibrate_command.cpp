@@ -62,11 +62,7 @@ constexpr double kCheckBytes = 1024.0 * 1024;       // >= : the 5 % promise
 SourceMark mark(const std::string& what) { return SourceMark{"gradsync calibrate " + what, 0, 0}; }
 
 std::string read_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(mark(option), fmt::format("cannot open '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path, "calibrate", option);
 }
 
 // Runs argv, returns (exit status, stdout); stderr is kept in `err`.

@@ -2,6 +2,8 @@
 // sets a callback; callbacks throw ConfigError for bad input (main maps it to exit code 2).
 #pragma once
 
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -17,6 +19,10 @@ void add_sweep_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_advise_command(CLI::App& app);
-struct ExitStatus { int code; };  // thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal)
+struct ExitStatus { int code; };
+// The whole file at `path`; a file that cannot be read is bad input: ConfigError
+// "gradsync COMMAND OPTION: error: cannot open 'PATH'".
+[[nodiscard]] std::string read_input_file(const std::string& path, const std::string& command,
+                                          const std::string& option);  // thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal)
 
 }  // namespace gradsync::cli

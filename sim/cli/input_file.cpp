@@ -1,0 +1,23 @@
+// Reading a whole input file for a command (see commands.hpp).
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "gradsync/config_error.hpp"
+
+namespace gradsync::cli {
+
+std::string read_input_file(const std::string& path, const std::string& command,
+                            const std::string& option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ConfigError(SourceMark{"gradsync " + command + " " + option, 0, 0},
+                      fmt::format("cannot open '{}'", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace gradsync::cli
