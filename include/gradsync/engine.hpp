@@ -21,11 +21,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gradsync/collective.hpp"
+#include "gradsync/nccl_model.hpp"
 #include "gradsync/topology.hpp"
 #include "gradsync/units.hpp"
 
@@ -84,6 +86,10 @@ struct PlanTiming {
   Seconds time{0.0};              // from the first start to the last arrival
   Fidelity fidelity = Fidelity::Step;
   std::size_t flows = 0;          // SimGrid communications started
+  // software: nccl — the protocol NCCL's model ran the plan with, and its channels for this
+  // size (nccl_tuner.hpp); empty / 0 without the model.
+  std::optional<NcclProtocol> protocol;
+  std::uint32_t nccl_channels = 0;
   // Payload bytes that crossed each topology link (index: LinkId), per direction: from
   // link.a toward link.b, and back. Divide by effective bandwidth × time for utilization.
   std::vector<double> bytes_a_to_b;

@@ -28,6 +28,7 @@
 #include "gradsync/config_error.hpp"
 #include "gradsync/engine.hpp"
 #include "gradsync/nccl_tests_compare.hpp"
+#include "gradsync/nccl_tuner.hpp"
 
 namespace gradsync::cli {
 namespace {
@@ -51,6 +52,7 @@ struct BenchOptions {
   bool json = false;
   std::vector<std::string> cfg;
   std::string compare;         // nccl-tests log: its sizes and ranks, measured beside simulated
+  bool best = false;           // also the fastest simulated algorithm (auto under NCCL)
   bool sizes_given = false;    // --min, --max or --factor on the command line
 };
 
@@ -67,12 +69,23 @@ Bytes parse_cli_size(const std::string& option, const std::string& text) {
 }
 
 struct Row {
-  double bytes;
-  double time_us;
-  double algbw;
-  double busbw;
+  double bytes = 0;
+  double time_us = -1;
+  double algbw = 0;
+  double busbw = 0;
   std::string algorithm;
+  std::string protocol;       // software: nccl only
+  std::uint32_t channels = 0;  // NCCL's channels for this size (software: nccl only)
   std::string fidelity;
+  // --best: the fastest simulated algorithm, whatever NCCL's tuner picks
+  std::string best_algorithm;
+  double best_time_us = -1;
+  double best_busbw = 0;
+
+  // "ring/LL" under NCCL's model, else "ring".
+  [[nodiscard]] std::string label() const {
+    return protocol.empty() ? algorithm : algorithm + "/" + protocol;
+  }
 };
 
 // `--compare LOG`: measured (the log's out-of-place columns) beside simulated, per row and
@@ -84,7 +97,7 @@ void print_comparison(const BenchOptions& o, const Topology& topo, const NcclTes
     const NcclTestsRow& m = log.rows[i];
     const Row& s = simulated[i];
     rows.push_back(ComparedRow{m.bytes, m.time_us, s.time_us, m.busbw_GBps, s.busbw,
-                               s.algorithm, m.line});
+                               s.label(), m.line});
   }
   const std::vector<BandSummary> bands = summarize_bands(rows);
   if (o.json) {
@@ -279,27 +292,49 @@ void run_bench(const BenchOptions& o) {
   const std::uint32_t busbw_ranks =
       base.ps.placement == ServerPlacement::Dedicated && candidates[0] == Algorithm::ParameterServer
           ? n - o.ps_servers : n;
+  // Under NCCL's software model `auto` runs what NCCL's tuner picks for each size
+  // (nccl_tuner.hpp), as a real job does; --best also simulates every candidate and reports
+  // the fastest. Otherwise auto keeps the fastest simulated candidate.
+  const bool nccl_auto = o.algo == "auto" && topo.software() == SoftwareModel::Nccl;
+  std::optional<NcclTopologyView> view;
+  if (nccl_auto) {
+    std::optional<Algorithm> in_switch;
+    for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree})
+      if (switch_devices.count(a) != 0) in_switch = a;
+    view = nccl_topology_view(topo, ranks, ppn, in_switch);
+  }
+  auto simulate = [&](Algorithm a, double bytes, Row& into) {
+    const PlanTiming t = sim.run_plan(make_plan(a, Bytes(bytes)), devices_for(a), fidelity);
+    into.time_us = t.time.seconds() * 1e6;
+    into.algorithm = std::string(to_string(a));
+    into.protocol = t.protocol ? std::string(to_string(*t.protocol)) : std::string();
+    into.channels = t.nccl_channels;
+    into.fidelity = std::string(to_string(t.fidelity));
+  };
   std::vector<Row> rows;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (progress)
       std::cerr << fmt::format("\r[{}/{}] {} ...", i + 1, sizes.size(), format_size(Bytes(sizes[i])))
                 << std::flush;
-    Row best{};
-    best.time_us = -1;
-    for (Algorithm a : candidates) {
-      const Plan plan = make_plan(a, Bytes(sizes[i]));
-      const PlanTiming t = sim.run_plan(plan, devices_for(a), fidelity);
-      const double us = t.time.seconds() * 1e6;
-      if (best.time_us < 0 || us < best.time_us) {
-        best.time_us = us;
-        best.algorithm = std::string(to_string(a));
-        best.fidelity = std::string(to_string(t.fidelity));
+    Row row{};
+    if (nccl_auto) simulate(nccl_tune(*view, *op, Bytes(sizes[i])).algorithm, sizes[i], row);
+    if (!nccl_auto || o.best) {
+      Row fastest{};
+      for (Algorithm a : candidates) {
+        Row r{};
+        simulate(a, sizes[i], r);
+        if (fastest.time_us < 0 || r.time_us < fastest.time_us) fastest = r;
       }
+      if (!nccl_auto) row = fastest;
+      row.best_algorithm = fastest.label();
+      row.best_time_us = fastest.time_us;
     }
-    best.bytes = sizes[i];
-    best.algbw = best.time_us > 0 ? sizes[i] / (best.time_us * 1e-6) / 1e9 : 0.0;
-    best.busbw = best.algbw * busbw_factor(*op, busbw_ranks);
-    rows.push_back(best);
+    row.bytes = sizes[i];
+    const double factor = busbw_factor(*op, busbw_ranks);
+    row.algbw = row.time_us > 0 ? sizes[i] / (row.time_us * 1e-6) / 1e9 : 0.0;
+    row.busbw = row.algbw * factor;
+    row.best_busbw = row.best_time_us > 0 ? sizes[i] / (row.best_time_us * 1e-6) / 1e9 * factor : 0.0;
+    rows.push_back(row);
   }
   if (progress) std::cerr << "\r" << std::string(40, ' ') << "\r";
 
@@ -323,8 +358,16 @@ void run_bench(const BenchOptions& o) {
                      {"busbw_GBps", r.busbw},
                      {"op", o.op},
                      {"algorithm", r.algorithm},
+                     {"protocol", r.protocol.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.protocol)},
+                     {"channels", r.channels},
                      {"fidelity", r.fidelity},
                      {"ranks", n}});
+    if (o.best)
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        out[i]["best_algorithm"] = rows[i].best_algorithm;
+        out[i]["best_time_us"] = rows[i].best_time_us;
+        out[i]["best_busbw_GBps"] = rows[i].best_busbw;
+      }
     std::cout << out.dump(2) << '\n';
     return;
   }
@@ -333,15 +376,22 @@ void run_bench(const BenchOptions& o) {
   std::cout << fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
                            "GB = 1e9 B\n#\n",
                            to_string(topo.software()), o.fidelity, base.channels);
-  std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size",
-                           "count", "type", "redop", "root", "time", "algbw", "busbw", "algo");
+  const bool show_channels = topo.software() == SoftwareModel::Nccl;
+  std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {:<16}{}{}\n",
+                           "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                           "algo", show_channels ? " ch" : "",
+                           o.best ? "   best: algo        time    busbw" : "");
   std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)",
                            "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
   for (const Row& r : rows)
-    std::cout << fmt::format("{:>12.0f} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}\n",
+    std::cout << fmt::format("{:>12.0f} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {:<16}{}{}\n",
                              r.bytes, static_cast<long long>(r.bytes / kFloatBytes), "float",
                              redop, rooted ? static_cast<int>(o.root) : -1, r.time_us, r.algbw,
-                             r.busbw, r.algorithm);
+                             r.busbw, r.label(),
+                             show_channels ? fmt::format(" {:>2}", r.channels) : "",
+                             o.best ? fmt::format("   {:<14} {:>8.2f} {:>8.2f}", r.best_algorithm,
+                                                  r.best_time_us, r.best_busbw)
+                                    : "");
 }
 
 }  // namespace
@@ -384,6 +434,9 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"colocated", "dedicated"}));
   cmd->add_option("--root", opts->root, "root rank for broadcast / reduce");
   cmd->add_flag("--json", opts->json, "print the rows as one JSON array");
+  cmd->add_flag("--best", opts->best,
+                "with --algo auto under software: nccl, also simulate every applicable "
+                "algorithm and show the fastest beside NCCL's choice (\"best possible\")");
   cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
   cmd->callback([opts, min, max, factor] {
     opts->sizes_given = min->count() + max->count() + factor->count() > 0;

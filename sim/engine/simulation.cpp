@@ -23,6 +23,7 @@
 #include "gradsync/engine.hpp"
 #include "gradsync/fabric_model.hpp"
 #include "gradsync/nccl_model.hpp"
+#include "gradsync/nccl_tuner.hpp"
 #include "gradsync/platform.hpp"
 #include "gradsync/tcp_model.hpp"
 
@@ -58,19 +59,15 @@ struct Simulation::Impl {
   std::unordered_map<std::uint64_t, FlowLatency> latency_multiplier;
 
   // software: nccl — NCCL's per-collective and per-step overheads (nccl_model.hpp). The
-  // link class of every routed pair, NCCL's bus bandwidth estimate and intra-node class are
-  // fixed per platform; `nccl_cost` is computed once per run.
+  // link class of every routed pair is fixed per platform; `nccl_cost` is computed once per
+  // run from NCCL's view of the plan's GPUs (nccl_tuner.hpp).
   bool nccl = false;
-  BytesPerSecond nccl_bus_bandwidth{0.0};
-  LinkClass nccl_intra = LinkClass::NvLink;
-  GpuGeneration nccl_gpu = GpuGeneration::Hopper;  // NCCL's per-architecture tables
-  std::optional<double> nvls_efficiency;  // the topology's; empty = the GPU generation's default
   std::unordered_map<std::uint64_t, LinkClass> route_class;
   std::optional<NcclStepCost> nccl_run_cost;
-  // Scale of the next Comm's latency (read by the latency model while Comm::start() runs):
-  // 0 for a message that follows the previous one on its connection (NCCL keeps several
-  // slots in flight, so its latency hides behind that message), 1 otherwise.
-  double next_latency_scale = 1.0;
+  // Under NCCL, the longest route latency of the run's transfers inside a node and across
+  // nodes (step fidelity), for the collective's latency (nccl_collective_latency).
+  Seconds nccl_intra_route_latency{0.0};
+  Seconds nccl_inter_route_latency{0.0};
 
   // The run in progress.
   const Plan* plan = nullptr;
@@ -134,7 +131,6 @@ struct Simulation::Impl {
     DeviceId dst;
     double wire;  // bytes on the wire
     TransferId id;
-    double latency_scale;
   };
   std::vector<Deferred> deferred;
   double next_extra_latency = 0.0;  // s, read by the latency model while Comm::start() runs
@@ -161,12 +157,6 @@ struct Simulation::Impl {
     argc = static_cast<int>(args_storage.size());
     engine = std::make_unique<sg4::Engine>(&argc, argv.data());
     nccl = topo.software() == SoftwareModel::Nccl;
-    if (nccl) {
-      nccl_bus_bandwidth = nccl_bus_bandwidth_estimate(topo);
-      nccl_intra = nccl_intra_class(topo);
-      nccl_gpu = gpu_generation_of(topo).first;
-      nvls_efficiency = topo.nvls_efficiency();
-    }
     if (topo.roce()) {
       bool roce_links = false;
       for (const Link& l : topo.links()) roce_links = roce_links || l.fabric == Fabric::Roce;
@@ -227,11 +217,15 @@ struct Simulation::Impl {
       const auto it = latency_multiplier.find(key);
       if (it != latency_multiplier.end())  // flow fidelity: the phase's whole latency
         return route_latency * it->second.steps + Seconds(it->second.extra_s);
-      if (nccl_run_cost) {  // step fidelity under NCCL: its per-hop latency covers the wire
+      // Step fidelity under NCCL: the collective's latency is charged once, from NCCL's model
+      // (run()), and the flows carry the bandwidth; their route latencies set the per-step
+      // latency where they exceed NCCL's per-hop value (nccl_collective_latency).
+      if (nccl_run_cost) {
         const auto c = route_class.find(key);
-        const Seconds per_step =
-            nccl_run_cost->per_step(c == route_class.end() ? LinkClass::Net : c->second);
-        return nccl_step_latency(route_latency, per_step) * next_latency_scale;
+        Seconds& longest = c != route_class.end() && c->second != LinkClass::Net
+                               ? nccl_intra_route_latency : nccl_inter_route_latency;
+        longest = std::max(longest, route_latency);
+        return Seconds(0.0);
       }
       return route_latency;
     }
@@ -279,7 +273,7 @@ struct Simulation::Impl {
     }
     const double wire = factor > 0.0 ? bytes.bytes() / factor : bytes.bytes();
     if (roce_tier != RoceTier::None || tcp_incast) {
-      deferred.push_back(Deferred{src, dst, wire, id, next_latency_scale});
+      deferred.push_back(Deferred{src, dst, wire, id});
       return;
     }
     launch(src, dst, wire, id, {});
@@ -573,17 +567,13 @@ struct Simulation::Impl {
     }
     if (tcp_incast) tcp_incast_latencies(batch, parts, extra);
     for (std::size_t b = 0; b < batch.size(); ++b) {
-      next_latency_scale = batch[b].latency_scale;
       next_extra_latency = extra[b];
       launch(batch[b].src, batch[b].dst, batch[b].wire, batch[b].id, caps[b], cap_rates[b]);
     }
-    next_latency_scale = 1.0;
     next_extra_latency = 0.0;
   }
 
-  // `released_by` is the dependency whose arrival made the transfer ready (kNoTransfer at
-  // the start of a run).
-  void start_transfer(TransferId id, TransferId released_by = kNoTransfer) {
+  void start_transfer(TransferId id) {
     const Transfer& t = plan->transfers[id];
     const DeviceId src = (*ranks)[t.src];
     const DeviceId dst = (*ranks)[t.dst];
@@ -591,12 +581,7 @@ struct Simulation::Impl {
       ready.push_back(id);  // same GPU: no network, completes at once
       return;
     }
-    // Under NCCL a message released by the previous send on its connection (its data was
-    // already there) streams behind that send: no new latency.
-    next_latency_scale =
-        nccl_run_cost && released_by != kNoTransfer && released_by == t.dep1 ? 0.0 : 1.0;
     start_comm(src, dst, plan->bytes_of(t), id);
-    next_latency_scale = 1.0;
   }
 
   void release(TransferId id) {
@@ -612,7 +597,7 @@ struct Simulation::Impl {
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       for (std::uint32_t i = succ_offset[done]; i < succ_offset[done + 1]; ++i) {
         const TransferId s = succ[i];
-        if (--pending[s] == 0) start_transfer(s, done);
+        if (--pending[s] == 0) start_transfer(s);
       }
     }
     flush_deferred();
@@ -658,24 +643,39 @@ struct Simulation::Impl {
     last_arrival = t0;
     const Fidelity fidelity = resolve_fidelity(requested, p);
     nccl_run_cost.reset();
+    nccl_intra_route_latency = nccl_inter_route_latency = Seconds(0.0);
+    std::optional<NcclProtocol> protocol;
+    std::uint32_t nccl_channels = 0;
     if (nccl && p.ranks > 1) {
+      // NCCL's view of the plan's GPUs (the contributors; NVLS plans add switch ranks after
+      // them): its graph channels and ring bandwidth set the protocol caps, as in NCCL.
+      const std::uint32_t gpus = p.contributors > 0 ? p.contributors : p.ranks;
+      const std::vector<DeviceId> gpu_devices(rank_devices.begin(), rank_devices.begin() + gpus);
       std::set<int> nodes;
-      for (std::uint32_t r = 0; r < p.ranks; ++r) nodes.insert(topology->device(rank_devices[r]).node);
-      NcclOptions opts;
-      opts.channels = p.channels;
-      opts.gpu = nccl_gpu;
-      opts.nvls_efficiency = nvls_efficiency;
-      nccl_run_cost = nccl_cost(p.algorithm, p.op, p.ranks,
-                                static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1)),
-                                nccl_intra, p.total_bytes, nccl_bus_bandwidth, opts);
+      for (DeviceId d : gpu_devices) nodes.insert(topology->device(d).node);
+      const auto node_count = static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1));
+      const std::optional<Algorithm> in_switch =
+          p.algorithm == Algorithm::Nvls || p.algorithm == Algorithm::NvlsTree
+              ? std::optional<Algorithm>(p.algorithm) : std::nullopt;
+      const NcclTopologyView view =
+          nccl_topology_view(*topology, gpu_devices, gpus / node_count, in_switch);
+      nccl_run_cost = nccl_cost(p.algorithm, p.op, gpus, node_count, view.intra, p.total_bytes,
+                                nccl_bus_bandwidth(view, p.algorithm),
+                                nccl_options(view, p.algorithm));
+      protocol = nccl_run_cost->protocol;
+      if (p.algorithm == Algorithm::Ring || p.algorithm == Algorithm::Tree ||
+          p.algorithm == Algorithm::Nvls || p.algorithm == Algorithm::NvlsTree)
+        nccl_channels = nccl_tune(view, p.op, p.total_bytes, {p.algorithm}).channels;
     }
     if (fidelity == Fidelity::Flow)
       run_flows(p, rank_devices);
     else
       run_steps(p);
-    // NCCL's base latency: once per collective, before its first message (flow fidelity
-    // already charges it in every flow's latency).
-    if (nccl_run_cost && fidelity == Fidelity::Step) last_arrival += nccl_run_cost->base.seconds();
+    // NCCL's latency: once per collective (flow fidelity charges it in every flow of its
+    // first phase), so both fidelities add the same latency to their bandwidth time.
+    if (nccl_run_cost && fidelity == Fidelity::Step)
+      last_arrival += nccl_collective_latency(*nccl_run_cost, nccl_intra_route_latency,
+                                              nccl_inter_route_latency).seconds();
     nccl_run_cost.reset();
     if (!in_flight.empty() || !ready.empty())
       throw std::logic_error("Simulation::run_plan: transfers left unfinished");
@@ -689,8 +689,9 @@ struct Simulation::Impl {
     plan = nullptr;
     ranks = nullptr;
     expand_link_bytes();
-    return PlanTiming{Seconds(last_arrival - t0), fidelity, started, std::move(bytes_a_to_b),
-                      std::move(bytes_b_to_a)};
+    PlanTiming timing{Seconds(last_arrival - t0), fidelity, started, protocol, nccl_channels,
+                      std::move(bytes_a_to_b), std::move(bytes_b_to_a)};
+    return timing;
   }
 
   void run_steps(const Plan& p) {
@@ -723,9 +724,15 @@ struct Simulation::Impl {
     std::vector<Plan::Phase> phases = p.phases;
     if (phases.empty())
       phases.push_back(Plan::Phase{static_cast<TransferId>(p.transfers.size()), p.steps, Bytes(0.0)});
+    // Each phase's flows: bytes per (source, destination, channel), then per device pair.
+    struct PhaseFlows {
+      std::map<std::tuple<DeviceId, DeviceId, std::uint8_t>, double> flows;
+      std::map<std::pair<DeviceId, DeviceId>, double> pairs;
+    };
+    std::vector<PhaseFlows> phase_flows(phases.size());
     TransferId begin = 0;
-    std::size_t phase_index = 0;
-    for (const Plan::Phase& phase : phases) {
+    for (std::size_t k = 0; k < phases.size(); ++k) {
+      const Plan::Phase& phase = phases[k];
       // One flow per (pair, channel): channels are separate connections (NCCL channels), and
       // merging them would make unequal flows that max-min shares unevenly. Trees with more
       // than one pair (a pair per NIC) are the exception: the rotated chains put a node's
@@ -751,37 +758,42 @@ struct Simulation::Impl {
                                   (merge_channels ? std::uint8_t{0} : t.channel);
         auto& v = per_source[t.src];
         auto it = std::lower_bound(v.begin(), v.end(), key,
-                                   [](const RankFlow& f, std::uint64_t k) { return f.key < k; });
+                                   [](const RankFlow& f, std::uint64_t k2) { return f.key < k2; });
         if (it == v.end() || it->key != key) it = v.insert(it, RankFlow{key, 0.0});
         it->bytes += p.bytes_of(t).bytes();
       }
-      std::map<std::tuple<DeviceId, DeviceId, std::uint8_t>, double> flows;
+      PhaseFlows& pf = phase_flows[k];
       for (std::uint32_t src = 0; src < p.ranks; ++src)
         for (const RankFlow& f : per_source[src])
-          flows[{rank_devices[src], rank_devices[static_cast<std::uint32_t>(f.key >> 8)],
-                 static_cast<std::uint8_t>(f.key & 0xff)}] += f.bytes;
-      std::map<std::pair<DeviceId, DeviceId>, double> bytes;
-      for (const auto& [key, b] : flows) bytes[{std::get<0>(key), std::get<1>(key)}] += b;
+          pf.flows[{rank_devices[src], rank_devices[static_cast<std::uint32_t>(f.key >> 8)],
+                    static_cast<std::uint8_t>(f.key & 0xff)}] += f.bytes;
+      for (const auto& [key, b] : pf.flows) pf.pairs[{std::get<0>(key), std::get<1>(key)}] += b;
       begin = phase.end;
-      latency_multiplier.clear();
-      const double steps = std::max<std::uint32_t>(phase.steps, 1);
-      // Under NCCL every flow of the first phase pays NCCL's latency for the whole collective
-      // (base + intra and inter steps, each at least the route's own latency); later phases
-      // add only their fill. Without a software model, `steps` route latencies per phase.
-      Seconds intra_latency{0.0}, inter_latency{0.0};
-      if (nccl_run_cost)
-        for (const auto& [pair, b] : bytes) {
+    }
+    // Under NCCL every flow of the first phase pays NCCL's latency for the whole collective
+    // (base + intra and inter steps, each at least the longest route of its class over the
+    // whole plan, as step fidelity charges it); later phases add only their fill. Without a
+    // software model, `steps` route latencies per phase.
+    Seconds intra_latency{0.0}, inter_latency{0.0};
+    if (nccl_run_cost)
+      for (const PhaseFlows& pf : phase_flows)
+        for (const auto& [pair, b] : pf.pairs) {
           const PlatformRoute* route = platform.find_route(pair.first, pair.second);
           if (route == nullptr) continue;
           Seconds& slot = route_class[pair_key(pair.first, pair.second)] == LinkClass::Net
                               ? inter_latency : intra_latency;
           slot = std::max(slot, route->latency);
         }
+    for (std::size_t k = 0; k < phases.size(); ++k) {
+      const Plan::Phase& phase = phases[k];
+      const PhaseFlows& pf = phase_flows[k];
+      latency_multiplier.clear();
+      const double steps = std::max<std::uint32_t>(phase.steps, 1);
       const Seconds collective_latency =
-          nccl_run_cost && phase_index == 0
+          nccl_run_cost && k == 0
               ? nccl_collective_latency(*nccl_run_cost, intra_latency, inter_latency)
               : Seconds(0.0);
-      for (const auto& [pair, b] : bytes) {
+      for (const auto& [pair, b] : pf.pairs) {
         const PlatformRoute* route = platform.find_route(pair.first, pair.second);
         const double fill_s =
             route != nullptr && route->bottleneck.bytes_per_second() > 0.0
@@ -790,9 +802,8 @@ struct Simulation::Impl {
             nccl_run_cost ? FlowLatency{0.0, collective_latency.seconds() + fill_s}
                           : FlowLatency{steps, fill_s};
       }
-      ++phase_index;
-      flows_left = flows.size();
-      for (const auto& [key, b] : flows)
+      flows_left = pf.flows.size();
+      for (const auto& [key, b] : pf.flows)
         start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
       flush_deferred();
       engine->run();

@@ -1,0 +1,396 @@
+// NCCL 2.30.7's graph search and tuner choice, restated (see nccl_tuner.hpp). NCCL's units:
+// GB/s and µs; the tables below are NCCL's, with the file each comes from.
+#include "gradsync/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <span>
+#include <stdexcept>
+
+namespace gradsync {
+
+namespace {
+
+// src/graph/search.cc: per-channel speeds tried, fastest first (GB/s).
+constexpr double kSpeedsIntra[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0,
+                                   5.0, 4.0, 3.0};
+constexpr double kSpeedsIntraSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0,
+                                       3.0};
+constexpr double kSpeedsIntraSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0,
+                                        20.0, 19.0, 18.0};
+constexpr double kSpeedsInter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                   7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+constexpr double kSpeedsInterSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                       15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+constexpr double kSpeedsInterSm100[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                        20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+// search.cc: a lower speed is tried only while it is more than 0.49 of the best so far.
+constexpr double kSpeedStepRatio = 0.49;
+// device.h MAXCHANNELS; init.cc: the ring/tree graphs search up to MAXCHANNELS/2.
+constexpr std::uint32_t kMaxChannels = 64;
+constexpr std::uint32_t kGraphMaxChannels = kMaxChannels / 2;
+// device.h NCCL_MAX_NVLS_ARITY.
+constexpr std::uint32_t kMaxNvlsArity = 32;
+// transport/nvls.cc: NVLS_NCHANNELS_SM90 / _SM100 (several nodes) / _SM100_NVL (one node).
+constexpr std::uint32_t kNvlsChannelsHopper = 16;
+constexpr std::uint32_t kNvlsChannelsBlackwell = 32;
+constexpr std::uint32_t kNvlsChannelsBlackwellOneNode = 24;
+// graph/tuning.cc: nvlsEfficiency per architecture (Volta, Ampere have no NVLS).
+constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
+// tuning.cc: perChMaxNVLSTreeBws [generation][1 node, 2 nodes, more].
+constexpr double kPerChMaxNvlsTreeBw[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+// tuning.cc: NVLS and NVLSTree latencies (µs): base 0, NVLink hop 25 (both), NET hop 18
+// (NVLS) and 20.9 (NVLSTree).
+constexpr double kNvlsNvlinkLat = 25.0;
+constexpr double kNvlsTreeNetLat = 20.9;
+// device.h / comm.h: threads per channel and bytes per thread before a channel is added.
+constexpr double kMaxThreadsSimple = 512.0;  // NCCL_SIMPLE_MAX_NTHREADS
+constexpr double kMaxThreadsPcieRing = 256.0;  // Ring/Simple when channels × bw <= PCI_BW
+constexpr double kPciBw = 12.0;                // topo.h PCI_BW (GB/s)
+constexpr double kMaxThreadsLL = 512.0;        // NCCL_LL_MAX_NTHREADS
+constexpr double kMaxThreadsLL128 = 640.0;     // NCCL_LL128_MAX_NTHREADS
+constexpr double kThresholdLL = 8.0;           // NCCL_LL_THREAD_THRESHOLD (× ranks for Ring)
+constexpr double kThresholdLL128 = 8.0;        // NCCL_LL128_THREAD_THRESHOLD
+constexpr double kThresholdSimple = 64.0;      // NCCL_SIMPLE_THREAD_THRESHOLD
+// enqueue.cc scheduleCollTasksToPlan: MinTrafficPerChannel.
+constexpr double kMinTrafficPerChannel = 32.0 * 1024;
+
+std::span<const double> speeds(GpuGeneration gpu, bool inter) {
+  if (gpu == GpuGeneration::Blackwell)
+    return inter ? std::span<const double>(kSpeedsInterSm100) : std::span<const double>(kSpeedsIntraSm100);
+  if (gpu == GpuGeneration::Hopper)
+    return inter ? std::span<const double>(kSpeedsInterSm90) : std::span<const double>(kSpeedsIntraSm90);
+  return inter ? std::span<const double>(kSpeedsInter) : std::span<const double>(kSpeedsIntra);
+}
+
+// The search with a channel bound that depends on the speed (NICs across nodes).
+// `ring`: the ring pattern's second pass (a faster speed for the channels found); trees raise
+// their intra-node speed instead (tree_graph()).
+template <typename ChannelsAt>
+NcclGraph search(GpuGeneration gpu, bool inter, double total_bw, double max_path_bw,
+                 ChannelsAt channels_at, bool ring) {
+  const std::span<const double> s = speeds(gpu, inter);
+  std::size_t i = 0;
+  while (i + 1 < s.size() && (s[i] > max_path_bw || s[i] > total_bw)) ++i;
+  std::uint32_t best_ch = 0;
+  double best_bw = 0.0;
+  for (; i < s.size(); ++i) {
+    const std::uint32_t ch = channels_at(s[i]);
+    if (ch > 0 && ch * s[i] > best_ch * best_bw + 1e-9) {
+      best_ch = ch;
+      best_bw = s[i];
+    }
+    if (best_ch > 0 && best_ch * best_bw >= total_bw - 1e-9) break;  // "perfect"
+    if (i + 1 < s.size() && best_ch > 0 && s[i + 1] / best_bw <= kSpeedStepRatio) break;
+  }
+  if (best_ch == 0) return NcclGraph{1, s.back(), s.back()};  // NCCL's simple-order fallback
+  // ncclTopoDupChannels (rings and trees; NVLS graphs are not duplicated).
+  if (best_bw >= 25.0 &&
+      !(gpu >= GpuGeneration::Hopper && best_bw < 50.0 && best_ch > 4)) {
+    const std::uint32_t dup = std::min(2 * best_ch, kGraphMaxChannels);
+    best_bw /= std::ceil(static_cast<double>(dup) / best_ch);
+    best_ch = dup;
+  }
+  // Second pass (rings): a faster speed that still gives every channel found.
+  if (ring)
+    for (std::size_t k = 0; k < s.size(); ++k)
+      if (s[k] > best_bw && s[k] <= max_path_bw && best_ch * s[k] <= total_bw + 1e-9 &&
+          channels_at(s[k]) >= best_ch) {
+        best_bw = s[k];
+        break;
+      }
+  return NcclGraph{best_ch, best_bw, best_bw};
+}
+
+// The first rank's GPU links: NVLink (or PCIe/socket) total and fastest single path, GB/s.
+struct GpuLinks {
+  double total = 0.0;
+  double max_path = 0.0;
+  bool nvlink = false;
+};
+
+GpuLinks gpu_links(const Topology& topo, DeviceId gpu) {
+  std::map<DeviceId, double> nvlink_to;
+  double pci = 0.0;
+  for (LinkId id : topo.links_of(gpu)) {
+    const Link& l = topo.link(id);
+    const double bw = l.effective_bandwidth().bytes_per_second() / 1e9;
+    if (l.fabric == Fabric::NvLink) nvlink_to[l.other(gpu)] += bw;
+    else if (l.fabric == Fabric::Pcie || l.fabric == Fabric::Socket) pci = std::max(pci, bw);
+  }
+  GpuLinks g;
+  if (!nvlink_to.empty()) {
+    g.nvlink = true;
+    for (const auto& [peer, bw] : nvlink_to) {
+      g.total += bw;
+      g.max_path = std::max(g.max_path, bw);
+    }
+  } else {
+    g.total = g.max_path = pci;
+  }
+  return g;
+}
+
+// The NICs of a server: how many, and the network bandwidth of one (GB/s).
+struct NodeNics {
+  std::uint32_t count = 0;
+  double bw = 0.0;
+};
+
+NodeNics node_nics(const Topology& topo, int node) {
+  NodeNics n;
+  for (DeviceId d = 0; d < topo.devices().size(); ++d) {
+    const Device& dev = topo.device(d);
+    if (dev.kind != DeviceKind::Nic || dev.node != node) continue;
+    double bw = 0.0;
+    for (LinkId id : topo.links_of(d)) {
+      const Link& l = topo.link(id);
+      if (is_network_fabric(l.fabric)) bw += l.effective_bandwidth().bytes_per_second() / 1e9;
+    }
+    if (!(bw > 0.0)) continue;
+    ++n.count;
+    n.bw = n.bw > 0.0 ? std::min(n.bw, bw) : bw;
+  }
+  return n;
+}
+
+int log2i(std::uint64_t n) {
+  int l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+
+std::uint32_t nsteps(CollectiveOp op, std::uint32_t ranks) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return 2 * (ranks - 1);
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllGather: return ranks - 1;
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return ranks;
+  }
+  return ranks;
+}
+
+double traffic_per_byte(CollectiveOp op, std::uint32_t ranks) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return 2.0;
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter: return static_cast<double>(ranks);
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+// NVLS / NVLSTree (tuning.cc): latency and algorithm bandwidth, or bandwidth 0 when off.
+NcclCandidate nvls_candidate(const NcclTopologyView& v, Algorithm a, CollectiveOp op,
+                             double bytes) {
+  NcclCandidate c{a, NcclProtocol::Simple};
+  const int gen = static_cast<int>(v.gpu);
+  const int index2 = v.nodes <= 2 ? static_cast<int>(v.nodes) - 1 : 2;
+  const double ch = v.nvls.channels;
+  if (ch < 2 || op != CollectiveOp::AllReduce) return c;
+  double intra_bw = v.nvls.bw_intra * kNvlsEfficiency[gen] * (ch - 1) / ch * 2.0;
+  const double inter_bw =
+      v.nvls.bw_inter * (a == Algorithm::NvlsTree && v.nodes <= 2 ? 2.0 : 1.0);
+  double bw = std::min(intra_bw, inter_bw);
+  if (a == Algorithm::NvlsTree) bw = std::min(bw, kPerChMaxNvlsTreeBw[gen][index2]);
+  const double bus = ch * bw;
+  c.bandwidth_GBps = bus * v.ranks / nsteps(op, v.ranks);
+  c.latency_us = kNvlsNvlinkLat;
+  if (a == Algorithm::NvlsTree) c.latency_us += 2.0 * log2i(v.nodes) * kNvlsTreeNetLat;
+  c.predicted_us = c.latency_us + bytes / (1000.0 * c.bandwidth_GBps);
+  return c;
+}
+
+}  // namespace
+
+NcclGraph nccl_search_graph(GpuGeneration gpu, bool inter, double total_bw, double max_path_bw,
+                            std::uint32_t channel_limit) {
+  return search(gpu, inter, total_bw, max_path_bw,
+                [&](double s) {
+                  return std::min<std::uint32_t>(
+                      channel_limit, static_cast<std::uint32_t>(std::floor(total_bw / s + 1e-9)));
+                },
+                true);
+}
+
+NcclTopologyView nccl_topology_view(const Topology& topology,
+                                    const std::vector<DeviceId>& rank_devices,
+                                    std::uint32_t ranks_per_node,
+                                    std::optional<Algorithm> in_switch) {
+  if (rank_devices.empty()) throw std::invalid_argument("nccl_topology_view: no rank");
+  NcclTopologyView v;
+  v.gpu = gpu_generation_of(topology).first;
+  v.ranks = static_cast<std::uint32_t>(rank_devices.size());
+  std::set<int> nodes;
+  for (DeviceId d : rank_devices) nodes.insert(topology.device(d).node);
+  v.nodes = static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1));
+  v.nvls_efficiency = topology.nvls_efficiency();
+  const GpuLinks g = gpu_links(topology, rank_devices.front());
+  v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
+  v.ll128 = v.intra == LinkClass::NvLink;
+  const std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
+  if (v.nodes == 1) {
+    v.ring = nccl_search_graph(v.gpu, false, g.total, g.max_path, kGraphMaxChannels);
+  } else {
+    // Across nodes each channel leaves through a NIC: at speed s a NIC carries floor(bw / s)
+    // channels, and every GPU carries each channel once over its links.
+    const NodeNics nics = node_nics(topology, topology.device(rank_devices.front()).node);
+    const double nic_bw = nics.count > 0 ? nics.bw : g.total;
+    const std::uint32_t nic_count = std::max<std::uint32_t>(nics.count, 1);
+    v.ring = search(v.gpu, true, g.total, std::min(nic_bw, g.max_path),
+                    [&](double s) {
+                      const auto per_nic = static_cast<std::uint32_t>(std::floor(nic_bw / s + 1e-9));
+                      return std::min({kGraphMaxChannels, nic_count * per_nic,
+                                       static_cast<std::uint32_t>(std::floor(g.total / s + 1e-9))});
+                    },
+                    true);
+  }
+  // Tree graph (pattern BALANCED_TREE): non-ring patterns see the GPU's links × n/(n-1); on
+  // one node its own search, across nodes the ring's channels and network speed, with the
+  // intra-node speed raised up to twice the network one where the links allow (search.cc
+  // pass 2: "increase bwIntra for trees (2 nodes or collnet)"), which is how NCCL's tuner sees
+  // a 2-node tree's halved network traffic.
+  const double tree_total = ppn > 1 ? g.total * ppn / (ppn - 1) : g.total;
+  if (v.nodes == 1) {
+    v.tree = search(v.gpu, false, tree_total, g.max_path,
+                    [&](double s) {
+                      return std::min<std::uint32_t>(
+                          kGraphMaxChannels, static_cast<std::uint32_t>(std::floor(tree_total / s + 1e-9)));
+                    },
+                    false);
+  } else {
+    v.tree = v.ring;
+    for (double s : speeds(v.gpu, true))
+      if (s > v.tree.bw_intra && s <= 2.0 * v.ring.bw_inter + 1e-9 &&
+          v.tree.channels * s <= tree_total + 1e-9 && s <= g.max_path + 1e-9) {
+        v.tree.bw_intra = s;
+        break;
+      }
+  }
+  // connect.cc: twice the ring graph's channels; Hopper+ across nodes doubles again below 16
+  // channels when the ring speed is above 45 GB/s.
+  v.comm_channels = std::min(kMaxChannels, 2 * v.ring.channels);
+  if (v.gpu >= GpuGeneration::Hopper && v.nodes > 1 && v.ring.bw_intra > 45.0 && v.comm_channels < 16)
+    v.comm_channels = std::min(kMaxChannels, 2 * v.comm_channels);
+  if (in_switch && v.gpu >= GpuGeneration::Hopper && g.nvlink) {
+    // The NVLS graph has one channel per head GPU (search.cc: minChannels = maxChannels =
+    // min(NCCL_MAX_NVLS_ARITY, GPUs)); non-ring patterns see the GPU's links × n/(n-1).
+    const std::uint32_t heads = std::min(kMaxNvlsArity, ppn);
+    const double total = ppn > 1 ? g.total * ppn / (ppn - 1) : g.total;
+    double max_path = g.max_path;
+    std::uint32_t channels = heads;
+    if (v.nodes > 1) {
+      const NodeNics nics = node_nics(topology, topology.device(rank_devices.front()).node);
+      if (nics.count > 0) {
+        channels = std::min(heads, nics.count);
+        max_path = std::min(max_path, nics.bw);
+      }
+    }
+    const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
+    std::size_t i = 0;
+    while (i + 1 < s.size() && (s[i] > max_path || s[i] * channels > total + 1e-9)) ++i;
+    v.nvls = NcclGraph{channels, s[i], s[i]};
+    v.nvls_channels = v.gpu == GpuGeneration::Blackwell
+                          ? (v.nodes > 1 ? kNvlsChannelsBlackwell : kNvlsChannelsBlackwellOneNode)
+                          : kNvlsChannelsHopper;
+  }
+  return v;
+}
+
+const NcclGraph& nccl_graph(const NcclTopologyView& view, Algorithm algorithm) {
+  return algorithm == Algorithm::Tree ? view.tree : view.ring;
+}
+
+BytesPerSecond nccl_bus_bandwidth(const NcclTopologyView& view, Algorithm algorithm) {
+  const NcclGraph& g = nccl_graph(view, algorithm);
+  const double per_channel = view.nodes <= 2 ? g.bw_intra : g.bw_inter;
+  return BytesPerSecond(g.channels * per_channel * 1e9);
+}
+
+NcclOptions nccl_options(const NcclTopologyView& view, Algorithm algorithm) {
+  NcclOptions o;
+  o.gpu = view.gpu;
+  o.cpu = view.cpu;
+  o.channels = nccl_graph(view, algorithm).channels;
+  o.allow_ll128 = view.ll128;
+  o.nvls_efficiency = view.nvls_efficiency;
+  return o;
+}
+
+NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
+                     const std::vector<Algorithm>& allowed) {
+  const double n = bytes.bytes();
+  const auto ok = [&](Algorithm a) {
+    return allowed.empty() || std::find(allowed.begin(), allowed.end(), a) != allowed.end();
+  };
+  NcclTuning t;
+  if (view.ranks <= 1) {  // tuning.cc: one rank is a Ring/Simple copy
+    t.candidates.push_back(NcclCandidate{Algorithm::Ring, NcclProtocol::Simple});
+    return t;
+  }
+  std::vector<Algorithm> algorithms;
+  if (op == CollectiveOp::AllReduce) algorithms.push_back(Algorithm::Tree);
+  algorithms.push_back(Algorithm::Ring);
+  if (op == CollectiveOp::AllReduce && view.nvls.channels >= 2)
+    algorithms.push_back(view.nodes == 1 ? Algorithm::Nvls : Algorithm::NvlsTree);
+  for (Algorithm a : algorithms) {
+    if (!ok(a)) continue;
+    if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) {
+      const NcclCandidate c = nvls_candidate(view, a, op, n);
+      if (c.bandwidth_GBps > 0.0) t.candidates.push_back(c);
+      continue;
+    }
+    const NcclOptions options = nccl_options(view, a);
+    const BytesPerSecond bus = nccl_bus_bandwidth(view, a);
+    for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
+      if (!nccl_protocol_enabled(p, view.intra, options)) continue;
+      const NcclStepCost cost = nccl_cost(a, p, op, view.ranks, view.nodes, view.intra, bytes, bus, options);
+      NcclCandidate c{a, p, cost.latency.seconds() * 1e6, 0.0, cost.predicted.seconds() * 1e6};
+      const double bw_part = c.predicted_us - c.latency_us;
+      c.bandwidth_GBps = bw_part > 0.0 ? n / (1000.0 * bw_part) : 0.0;
+      t.candidates.push_back(c);
+    }
+  }
+  if (t.candidates.empty())
+    throw std::invalid_argument("nccl_tune: none of the allowed algorithms can run here");
+  const NcclCandidate* best = &t.candidates.front();
+  for (const NcclCandidate& c : t.candidates)
+    if (c.predicted_us < best->predicted_us) best = &c;
+  t.algorithm = best->algorithm;
+  t.protocol = best->protocol;
+  t.predicted_us = best->predicted_us;
+  // Channels (enqueue.cc): NVLS kernels run on nvlsChannels; Ring/Tree on comm channels
+  // reduced while each channel's threads would get less than their threshold, then on at
+  // most one channel per 32 KiB of traffic.
+  if (t.algorithm == Algorithm::Nvls || t.algorithm == Algorithm::NvlsTree) {
+    t.channels = view.nvls_channels;
+    return t;
+  }
+  const bool ring = t.algorithm == Algorithm::Ring;
+  double threads = kMaxThreadsSimple;
+  double threshold = kThresholdSimple;
+  if (t.protocol == NcclProtocol::LL) {
+    threads = kMaxThreadsLL;
+    threshold = kThresholdLL * (ring ? view.ranks : 1.0);
+  } else if (t.protocol == NcclProtocol::LL128) {
+    threads = kMaxThreadsLL128;
+    threshold = kThresholdLL128;
+  } else if (ring && view.ring.bw_intra * view.ring.channels <= kPciBw) {
+    threads = kMaxThreadsPcieRing;
+  }
+  std::uint32_t nc = view.comm_channels;
+  while (nc >= 2 && n < nc * threads * threshold) --nc;
+  const double cell = kMinTrafficPerChannel /
+                      (traffic_per_byte(op, view.ranks) * (t.protocol == NcclProtocol::LL ? 4.0 : 1.0));
+  const double cells = std::max(1.0, std::ceil(n / cell));
+  t.channels = static_cast<std::uint32_t>(std::max(1.0, std::min<double>(nc, cells)));
+  return t;
+}
+
+}  // namespace gradsync
