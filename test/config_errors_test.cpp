@@ -225,7 +225,7 @@ TEST_CASE("unknown keys name the closest valid key") {
   SUBCASE("nothing close: the valid keys are listed") {
     check_error(replace(kTemplate, "nodes: 2", "nodes: 2\ncolour: blue"), 2, 1,
                 "unknown key 'colour' at top level (valid keys: name, software, gpu, nodes, node, "
-                "network or cost)");
+                "network, cost or nccl)");
   }
   SUBCASE("a bad enum value lists the accepted spellings and suggests one") {
     check_error(replace(kTemplate, "fabric: infiniband", "fabric: ethrenet"), 9, 11,

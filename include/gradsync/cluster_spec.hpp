@@ -79,6 +79,7 @@ struct ClusterSpec {
   std::string name;
   SoftwareModel software = SoftwareModel::Nccl;
   std::optional<GpuGeneration> gpu;  // `gpu:` (a GPU model); empty = inferred where needed
+  NcclSettings nccl;                 // `nccl:` (protocols, tuner rules)
   int nodes = 1;
   NodeSpec node;
   std::optional<NetworkSpec> network;  // required when nodes > 1

@@ -83,6 +83,25 @@ inline constexpr double kNcclNvlsEfficiencyBlackwell = 0.74;
 // 850 → 940 (1.11×, 72 GPUs).
 [[nodiscard]] double nvls_bandwidth_factor(GpuGeneration gpu);
 
+// NVLS and NVLSTree move data per channel in chunks whose size NCCL lowers for smaller
+// messages (2.30.7 src/enqueue.cc calcCollChunking; src/transport/nvls.cc: chunk 128 KiB,
+// NVLSTree at most 64 KiB from 4 nodes). With c = channels × heads concurrent chunks:
+//   NVLS:     128 KiB from 64·c·128 KiB, 64 KiB from 8·c·64 KiB, 32 KiB from 2·c·32 KiB, else 16 KiB;
+//   NVLSTree: its maximum (128 or 64 KiB) from 4·c·that, 64 KiB from 1·c·64 KiB, else 32 KiB.
+[[nodiscard]] Bytes nccl_nvls_chunk(Algorithm algorithm, Bytes bytes, std::uint32_t channels,
+                                    std::uint32_t heads, std::uint32_t nodes);
+inline constexpr double kNcclNvlsChunkBytes = 128.0 * 1024;  // NCCL_NVLS_CHUNKSIZE default
+// Per-chunk overhead of an NVLS channel (the chunk's synchronisation through the NVSwitch,
+// which its data cannot overlap): a channel moving chunks of c bytes at rate b delivers
+// c / (c + overhead·b). Fitted on AWS-p5x1-2097152 .. -17179869184 (8× H100, NCCL's NVLS
+// from 2 MiB) with NCCL's 25 µs NVLS latency and the chunk schedule above: 1.3 µs, every
+// row within 15 % (median 4 %); the same NVLS factor then holds the 128 KiB plateau.
+inline constexpr double kNvlsChunkOverheadUs = 1.3;
+// The share of NVLS's plateau bandwidth (chunks of kNcclNvlsChunkBytes) that chunks of
+// `chunk` bytes reach, for a channel whose plateau rate is `channel_rate`: (c/(c+c0)) /
+// (cmax/(cmax+c0)), c0 = the overhead's bytes at the chunks' raw rate. 1 at the plateau.
+[[nodiscard]] double nvls_chunk_efficiency(Bytes chunk, BytesPerSecond channel_rate);
+
 struct NcclOptions {
   GpuGeneration gpu = GpuGeneration::Hopper;
   CpuVendor cpu = CpuVendor::Intel;
@@ -92,9 +111,24 @@ struct NcclOptions {
   // NCCL_PROTO=^LL128 when false. LL128 is also off unless the intra-node class is NvLink
   // (NCCL enables it only up to PATH_NVB inside a node).
   bool allow_ll128 = true;
+  bool allow_ll = true;      // NCCL_PROTO without LL when false
+  bool allow_simple = true;  // NCCL_PROTO without Simple when false
   // NVLS / NVLSTree: the NVLink legs' share of the port (the topology's nvls_efficiency);
   // empty = nvls_bandwidth_factor(gpu).
   std::optional<double> nvls_efficiency;
+  // NVLS / NVLSTree channels (comm->nvlsChannels) and heads per channel (the GPUs of a server
+  // for NVLS, its NICs for NVLSTree): they set the chunk schedule (nccl_nvls_chunk); 0 = no
+  // chunk model (the plateau bandwidth at every size).
+  std::uint32_t nvls_channels = 0;
+  std::uint32_t nvls_heads = 0;
+  // Channels the collective runs on at this size (nccl_tune(): NCCL lowers them for small
+  // messages so that every channel gets its threads' worth of work), and the communicator's
+  // (comm->nChannels). 0 = unknown: no per-size channel limit. Each channel is one thread
+  // block whose throughput is bounded (nccl_channel_bus_bandwidth()), so fewer channels bound
+  // the collective's bandwidth; NCCL's own prediction ignores this (it reads the graph's
+  // channels), so `predicted` and the protocol choice do not change.
+  std::uint32_t run_channels = 0;
+  std::uint32_t comm_channels = 0;
 
   [[nodiscard]] double nvls_factor() const {
     return nvls_efficiency.value_or(nvls_bandwidth_factor(gpu));
@@ -110,7 +144,18 @@ struct NcclOptions {
 // Network post overhead per ring step across nodes: 1 µs (Intel and others), 2 µs (AMD).
 [[nodiscard]] Seconds nccl_net_overhead(CpuVendor cpu);
 
-// Whether NCCL would consider `protocol` here (LL and Simple always; LL128 as NcclOptions says).
+// The bus bandwidth one channel (one thread block) of (algorithm, protocol) sustains, GB/s:
+//   LL128: NCCL's per-channel caps (perChMaxRingLL128Bws, perChMaxTreeLL128Bws);
+//   LL: the LL128 cap × (8/16) / (120/128): the same thread block storing 16-byte lines with 8
+//       bytes of data (LL) instead of 128-byte lines with 120 (LL128) — derived from NCCL's
+//       table, not fitted (NCCL has no per-channel LL cap; its llMaxBws cap the total);
+//   Simple: Tree's perChMaxTreeBws; Ring: the bus bandwidth over the communicator's
+//       channels (`bus` / comm_channels), its share when every channel runs.
+[[nodiscard]] double nccl_channel_bus_bandwidth(Algorithm algorithm, NcclProtocol protocol,
+                                                GpuGeneration gpu, std::uint32_t nodes,
+                                                double bus_GBps, std::uint32_t comm_channels);
+
+// Whether NCCL would consider `protocol` here (as NcclOptions says; LL128 needs NVLink too).
 [[nodiscard]] bool nccl_protocol_enabled(NcclProtocol protocol, LinkClass intra,
                                          const NcclOptions& options = {});
 
@@ -122,6 +167,9 @@ struct NcclStepCost {
   // Bandwidth of this protocol relative to Simple for the same algorithm (LL ≤ 0.5, LL128
   // ≤ 0.92 for Ring; Tree LL 1/3.8, LL128 7/9 or 120/128), caps included.
   double protocol_factor = 1.0;
+  // The share of that bandwidth the size's channels reach (options.run_channels × a
+  // channel's bandwidth over the protocol's; 1 when every channel runs or unknown).
+  double channel_factor = 1.0;
   // What to scale the simulated bandwidth by: this (algorithm, protocol)'s bus bandwidth in
   // NCCL's model divided by the bus bandwidth estimate given (Ring Simple = 1; Tree includes
   // NCCL's 0.92 and its size-dependent treeCorrectionFactor).

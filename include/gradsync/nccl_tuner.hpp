@@ -62,6 +62,7 @@ struct NcclTopologyView {
   std::uint32_t nvls_channels = 0;  // comm->nvlsChannels
   bool ll128 = true;                // LL128 enabled (NVLink inside nodes)
   std::optional<double> nvls_efficiency;  // the topology's nvls_efficiency (nccl_model.hpp)
+  NcclSettings settings;  // the topology's `nccl:` (protocols, tuner rules)
 };
 
 // NCCL's view of `rank_devices` (node-major, `ranks_per_node` per server when several) on
@@ -97,6 +98,8 @@ struct NcclTuning {
 // NCCL's choice for one collective of `bytes` (the user's buffer: AllReduce's count × size).
 // `allowed` restricts the algorithms (an explicit --algo); empty = NCCL's full set for `op`:
 // Ring and Tree (AllReduce), NVLS on one NVSwitch domain, NVLSTree across such domains.
+// Protocols are those of the topology's nccl.protocols; a matching nccl.tuner rule whose
+// algorithm (and protocol) can run here is taken over NCCL's own choice, as a tuner plugin's.
 // Throws std::invalid_argument when no allowed algorithm can run.
 [[nodiscard]] NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
                                    const std::vector<Algorithm>& allowed = {});

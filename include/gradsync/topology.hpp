@@ -138,6 +138,26 @@ struct Route {
   std::vector<LinkId> links;      // devices.size() - 1 entries
 };
 
+// The job's NCCL settings that change what NCCL runs (topology key `nccl:`, both forms;
+// nccl_tuner.hpp applies them): the protocols it may use (NCCL_PROTO) and a tuner plugin's
+// rules (as NCCL's example tuner plugin's configuration, or a platform plugin such as
+// aws-ofi-nccl's): for an AllReduce of min_bytes..max_bytes bytes, run `algorithm` (and
+// `protocol` when given); the first rule that matches and can run wins, else NCCL's own choice.
+struct NcclTunerRule {
+  double min_bytes = 0.0;    // inclusive
+  double max_bytes = 1e300;  // inclusive
+  std::string algorithm;     // ring | tree | nvls | nvlstree
+  std::string protocol;      // ll | ll128 | simple; empty = NCCL's fastest for the algorithm
+  SourceMark origin;
+};
+struct NcclSettings {
+  bool cpu_amd = false;  // nccl.cpu: the host CPU (NCCL's multi-node LL caps, net overhead)
+  bool ll = true;
+  bool ll128 = true;
+  bool simple = true;
+  std::vector<NcclTunerRule> tuner;
+};
+
 class Topology {
  public:
   Topology() = default;
@@ -159,6 +179,8 @@ class Topology {
   // (nccl_model.hpp).
   [[nodiscard]] std::optional<double> nvls_efficiency() const { return nvls_efficiency_; }
   void set_nvls_efficiency(std::optional<double> e) { nvls_efficiency_ = e; }
+  [[nodiscard]] const NcclSettings& nccl() const { return nccl_; }
+  void set_nccl(NcclSettings n) { nccl_ = std::move(n); }
   [[nodiscard]] const std::optional<CostSpec>& cost() const { return cost_; }
   void set_cost(CostSpec c) { cost_ = std::move(c); }
   [[nodiscard]] const std::optional<RoceOptions>& roce() const { return roce_; }
@@ -196,6 +218,7 @@ class Topology {
   SoftwareModel software_ = SoftwareModel::Nccl;
   std::optional<GpuGeneration> gpu_generation_;
   std::optional<double> nvls_efficiency_;
+  NcclSettings nccl_;
   std::optional<CostSpec> cost_;
   std::optional<RoceOptions> roce_;
   std::optional<TcpOptions> tcp_;

@@ -403,10 +403,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("topology", opts->file, "topology YAML file")->required();
   cmd->add_option("--op", opts->op, "allreduce | reducescatter | allgather | broadcast | reduce")
       ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
-  cmd->add_option("--algo", opts->algo,
+  CLI::Option* algo = cmd->add_option("--algo", opts->algo,
                   "ring | tree | hierarchical | ps | nvls | nvlstree | auto (nvls: NVLink "
                   "SHARP in one NVSwitch domain; nvlstree: NVLS in each server, trees across "
-                  "servers; auto includes them where available)")
+                  "servers; auto includes them where available; default ring, auto with "
+                  "--compare)")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "nvlstree", "auto"}));
   CLI::Option* min = cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
   CLI::Option* max = cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
@@ -438,8 +439,10 @@ void add_bench_command(CLI::App& app) {
                 "with --algo auto under software: nccl, also simulate every applicable "
                 "algorithm and show the fastest beside NCCL's choice (\"best possible\")");
   cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
-  cmd->callback([opts, min, max, factor] {
+  cmd->callback([opts, min, max, factor, algo] {
     opts->sizes_given = min->count() + max->count() + factor->count() > 0;
+    // A log is compared with what NCCL would run unless --algo says otherwise.
+    if (!opts->compare.empty() && algo->count() == 0) opts->algo = "auto";
     run_bench(*opts);
   });
 }

@@ -31,11 +31,11 @@ constexpr long long kMaxNics = 524'288;      // network endpoints: 2 per GPU at 
 constexpr long long kMaxMeshGpus = 32;       // a full NVLink mesh is G(G-1)/2 links per server
 
 const std::vector<std::string> kTemplateKeys{"name", "software", "gpu", "nodes", "node",
-                                             "network", "cost"};
+                                             "network", "cost", "nccl"};
 const std::vector<std::string> kExplicitKeys{"name",      "software", "gpu",       "devices",
                                              "links",     "cost",     "roce",      "routing",
                                              "qps",       "ecmp_seed", "tcp",
-                                             "nvls_efficiency"};
+                                             "nvls_efficiency", "nccl"};
 const std::vector<std::string> kRouting{"static", "adaptive"};
 constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth", "latency",
@@ -201,6 +201,57 @@ CostSpec read_cost(const MapReader& parent) {
   return c;
 }
 
+// `nccl:` {protocols: [ll, ll128, simple], tuner: [{min_bytes, max_bytes, algorithm,
+// protocol}]} (topology.hpp NcclSettings).
+const std::vector<std::string> kNcclProtocols{"ll", "ll128", "simple"};
+const std::vector<std::string> kNcclTunerAlgorithms{"ring", "tree", "nvls", "nvlstree"};
+
+NcclSettings read_nccl(const MapReader& top) {
+  NcclSettings n;
+  if (!top.has("nccl")) return n;
+  MapReader r(top.node("nccl"), top.file(), "nccl", {"cpu", "protocols", "tuner"});
+  n.cpu_amd = r.opt_choice("cpu", {"intel", "amd"}).value_or("intel") == "amd";
+  if (r.has("protocols")) {
+    n.ll = n.ll128 = n.simple = false;
+    for (const YAML::Node& item : config::sequence_of(r.node("protocols"), r.file(), "nccl.protocols")) {
+      const SourceMark at = mark_of(item, r.file());
+      if (!item.IsScalar())
+        throw ConfigError(at, "nccl.protocols: expected a protocol name (ll, ll128, simple)");
+      const std::string p = item.as<std::string>();
+      if (p == "ll") n.ll = true;
+      else if (p == "ll128") n.ll128 = true;
+      else if (p == "simple") n.simple = true;
+      else
+        throw ConfigError(at, fmt::format("nccl.protocols: unknown protocol '{}' (expected ll, "
+                                          "ll128 or simple)", p));
+    }
+    if (!n.ll && !n.ll128 && !n.simple)
+      throw ConfigError(r.mark("protocols"), "nccl.protocols: name at least one protocol");
+  }
+  if (r.has("tuner")) {
+    for (const YAML::Node& item : config::sequence_of(r.node("tuner"), r.file(), "nccl.tuner")) {
+      MapReader rule(item, r.file(), "nccl.tuner rule",
+                     {"min_bytes", "max_bytes", "algorithm", "protocol"});
+      NcclTunerRule t;
+      t.origin = rule.mark();
+      if (rule.has("min_bytes")) t.min_bytes = rule.size("min_bytes").bytes();
+      if (rule.has("max_bytes")) t.max_bytes = rule.size("max_bytes").bytes();
+      if (t.max_bytes < t.min_bytes)
+        rule.fail("max_bytes", "must not be below min_bytes");
+      t.algorithm = rule.choice("algorithm", kNcclTunerAlgorithms);
+      if (rule.has("protocol")) {
+        t.protocol = rule.choice("protocol", kNcclProtocols);
+        const bool on = t.protocol == "ll" ? n.ll : t.protocol == "ll128" ? n.ll128 : n.simple;
+        if (!on) rule.fail("protocol", "is not among nccl.protocols");
+        if ((t.algorithm == "nvls" || t.algorithm == "nvlstree") && t.protocol != "simple")
+          rule.fail("protocol", "NVLS and NVLSTree run the simple protocol only");
+      }
+      n.tuner.push_back(std::move(t));
+    }
+  }
+  return n;
+}
+
 SoftwareModel read_software(const MapReader& r) {
   return *software_from_string(r.opt_choice("software", kSoftware).value_or("nccl"));
 }
@@ -323,6 +374,7 @@ ClusterSpec read_cluster(const MapReader& top, const std::string& default_name) 
   spec.name = top.opt_string("name").value_or(default_name);
   spec.software = read_software(top);
   spec.gpu = read_gpu(top);
+  spec.nccl = read_nccl(top);
   spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
   spec.node = read_node(top);
   if (top.has("network")) spec.network = read_network(top);
@@ -354,6 +406,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
   topo.set_software(read_software(top));
   topo.set_gpu_generation(read_gpu(top));
   topo.set_nvls_efficiency(nvls_efficiency_of(top));
+  topo.set_nccl(read_nccl(top));
   if (top.has("cost")) topo.set_cost(read_cost(top));
   if (top.has("roce")) topo.set_roce(read_roce(top, "roce"));
   if (top.has("tcp")) topo.set_tcp(read_tcp(top, "tcp"));

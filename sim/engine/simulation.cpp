@@ -659,13 +659,22 @@ struct Simulation::Impl {
               ? std::optional<Algorithm>(p.algorithm) : std::nullopt;
       const NcclTopologyView view =
           nccl_topology_view(*topology, gpu_devices, gpus / node_count, in_switch);
-      nccl_run_cost = nccl_cost(p.algorithm, p.op, gpus, node_count, view.intra, p.total_bytes,
-                                nccl_bus_bandwidth(view, p.algorithm),
-                                nccl_options(view, p.algorithm));
-      protocol = nccl_run_cost->protocol;
+      NcclOptions options = nccl_options(view, p.algorithm);
+      // The channels NCCL runs this size on (Ring, Tree, NVLS, NVLSTree; the others are
+      // gradsync's what-ifs, costed as rings on every channel).
+      // NCCL's protocol for it (a tuner rule's, else the fastest predicted).
       if (p.algorithm == Algorithm::Ring || p.algorithm == Algorithm::Tree ||
-          p.algorithm == Algorithm::Nvls || p.algorithm == Algorithm::NvlsTree)
-        nccl_channels = nccl_tune(view, p.op, p.total_bytes, {p.algorithm}).channels;
+          p.algorithm == Algorithm::Nvls || p.algorithm == Algorithm::NvlsTree) {
+        const NcclTuning tuned = nccl_tune(view, p.op, p.total_bytes, {p.algorithm});
+        nccl_channels = tuned.channels;
+        options.run_channels = nccl_channels;
+        nccl_run_cost = nccl_cost(p.algorithm, tuned.protocol, p.op, gpus, node_count, view.intra,
+                                  p.total_bytes, nccl_bus_bandwidth(view, p.algorithm), options);
+      } else {
+        nccl_run_cost = nccl_cost(p.algorithm, p.op, gpus, node_count, view.intra, p.total_bytes,
+                                  nccl_bus_bandwidth(view, p.algorithm), options);
+      }
+      protocol = nccl_run_cost->protocol;
     }
     if (fidelity == Fidelity::Flow)
       run_flows(p, rank_devices);

@@ -176,6 +176,34 @@ LinkClass route_link_class(const Topology& topology, const Route& route) {
   return worst;
 }
 
+Bytes nccl_nvls_chunk(Algorithm algorithm, Bytes bytes, std::uint32_t channels,
+                      std::uint32_t heads, std::uint32_t nodes) {
+  const double n = bytes.bytes();
+  const double concurrent = static_cast<double>(channels) * heads;
+  double chunk = kNcclNvlsChunkBytes;
+  if (algorithm == Algorithm::NvlsTree) {
+    if (nodes >= 4) chunk = 64.0 * 1024;  // nvls.cc: nvlsTreeMaxChunkSize from 4 nodes
+    if (n < 4 * concurrent * chunk && chunk > 65536) chunk = 65536;
+    if (n < 1 * concurrent * chunk && chunk > 32768) chunk = 32768;
+    return Bytes(chunk);
+  }
+  if (n < 64 * concurrent * chunk && chunk > 65536) chunk = 65536;
+  if (n < 8 * concurrent * chunk && chunk > 32768) chunk = 32768;
+  if (n < 2 * concurrent * chunk && chunk > 16384) chunk = 16384;
+  return Bytes(chunk);
+}
+
+double nvls_chunk_efficiency(Bytes chunk, BytesPerSecond channel_rate) {
+  // k = overhead × plateau rate; the raw rate is the plateau's / its own efficiency, so
+  // c0 = overhead × raw rate solves c0 = k·(cmax + c0)/cmax.
+  const double cmax = kNcclNvlsChunkBytes;
+  const double k = kNvlsChunkOverheadUs * kUs * channel_rate.bytes_per_second();
+  if (!(k > 0.0) || k >= cmax) return 1.0;
+  const double c0 = k * cmax / (cmax - k);
+  const double c = chunk.bytes();
+  return (c / (c + c0)) / (cmax / (cmax + c0));
+}
+
 double nvls_bandwidth_factor(GpuGeneration gpu) {
   if (gpu == GpuGeneration::Blackwell)
     return kNvlsBandwidthFactor * kNcclNvlsEfficiencyBlackwell / kNcclNvlsEfficiencyHopper;
@@ -204,8 +232,26 @@ Seconds nccl_net_overhead(CpuVendor cpu) {
   return Seconds((cpu == CpuVendor::Amd ? 2.0 : 1.0) * kUs);
 }
 
+double nccl_channel_bus_bandwidth(Algorithm algorithm, NcclProtocol protocol, GpuGeneration gpu,
+                                  std::uint32_t nodes, double bus_GBps,
+                                  std::uint32_t comm_channels) {
+  const int gen = static_cast<int>(gpu);
+  const int index2 = nodes <= 2 ? static_cast<int>(std::max<std::uint32_t>(nodes, 1)) - 1 : 2;
+  const bool tree = algorithm == Algorithm::Tree;
+  const double ll128 = tree ? kPerChTreeLL128Bw[gen][index2] : kPerChRingLL128Bw[gen][index2];
+  switch (protocol) {
+    case NcclProtocol::LL128: return ll128;
+    case NcclProtocol::LL: return ll128 * kRingLLShare / (120.0 / 128.0);
+    case NcclProtocol::Simple:
+      if (tree) return kPerChTreeBw[gen][index2];
+      return comm_channels > 0 ? bus_GBps / comm_channels : bus_GBps;
+  }
+  return bus_GBps;
+}
+
 bool nccl_protocol_enabled(NcclProtocol protocol, LinkClass intra, const NcclOptions& options) {
-  if (protocol != NcclProtocol::LL128) return true;
+  if (protocol == NcclProtocol::LL) return options.allow_ll;
+  if (protocol == NcclProtocol::Simple) return options.allow_simple;
   return options.allow_ll128 && intra == LinkClass::NvLink;
 }
 
@@ -246,10 +292,15 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.steps = 2;
     c.inter_steps = 0;
     c.protocol_factor = 1.0;
-    c.bandwidth_factor = options.nvls_factor();
-    c.bandwidth_factor_net = options.nvls_factor();
+    double chunk_share = 1.0;
+    if (options.nvls_channels > 0 && options.nvls_heads > 0)
+      chunk_share = nvls_chunk_efficiency(
+          nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
+          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels));
+    c.bandwidth_factor = options.nvls_factor() * chunk_share;
+    c.bandwidth_factor_net = c.bandwidth_factor;
     c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
-    const double alg_bw = bus * options.nvls_factor();
+    const double alg_bw = bus * c.bandwidth_factor;
     c.predicted = Seconds(
         (kNvlsBaseLat + kNvlsNvlinkHopLat + bytes.bytes() / (1000.0 * alg_bw)) * kUs);
     return c;
@@ -266,11 +317,16 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     c.inter_steps = 2 * levels;
     c.steps = 4 + c.inter_steps;
     c.protocol_factor = 1.0;
-    c.bandwidth_factor = options.nvls_factor();
+    double chunk_share = 1.0;
+    if (options.nvls_channels > 0 && options.nvls_heads > 0)
+      chunk_share = nvls_chunk_efficiency(
+          nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
+          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels));
+    c.bandwidth_factor = options.nvls_factor() * chunk_share;
     c.bandwidth_factor_net = 1.0;
     const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + c.inter_steps * kNvlsTreeNetHopLat;
     c.latency = Seconds(lat_us * kUs);
-    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * options.nvls_factor())) * kUs);
+    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * c.bandwidth_factor)) * kUs);
     return c;
   }
 
@@ -363,7 +419,12 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
   c.per_step_intra = Seconds(intra_lat * kUs);
   c.per_step_inter = Seconds(inter_lat * kUs);
   c.protocol_factor = proto_bus / simple_bus;
-  c.bandwidth_factor = proto_bus * correction / bus;
+  if (options.run_channels > 0) {
+    const double per_channel = nccl_channel_bus_bandwidth(algorithm, protocol, options.gpu, nodes,
+                                                          bus, options.comm_channels);
+    c.channel_factor = std::min(1.0, options.run_channels * per_channel / proto_bus);
+  }
+  c.bandwidth_factor = proto_bus * correction * c.channel_factor / bus;
   c.bandwidth_factor_net = c.bandwidth_factor;
   const double lat_us =
       base + (c.steps - c.inter_steps) * intra_lat + static_cast<double>(c.inter_steps) * inter_lat;
@@ -390,6 +451,9 @@ NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks
     }
   }
   if (ranks == 1) best.protocol = NcclProtocol::Simple;
+  if (!have && ranks > 1)
+    throw std::invalid_argument(std::string("nccl_cost: none of the enabled protocols runs ") +
+                                std::string(to_string(algorithm)) + " here (nccl.protocols)");
   return best;
 }
 

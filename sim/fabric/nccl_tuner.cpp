@@ -207,6 +207,16 @@ NcclCandidate nvls_candidate(const NcclTopologyView& v, Algorithm a, CollectiveO
   return c;
 }
 
+// A protocol's spelling in nccl.protocols / nccl.tuner (ll, ll128, simple).
+bool nccl_protocol_named(NcclProtocol p, const std::string& name) {
+  switch (p) {
+    case NcclProtocol::LL: return name == "ll";
+    case NcclProtocol::LL128: return name == "ll128";
+    case NcclProtocol::Simple: return name == "simple";
+  }
+  return false;
+}
+
 }  // namespace
 
 NcclGraph nccl_search_graph(GpuGeneration gpu, bool inter, double total_bw, double max_path_bw,
@@ -231,6 +241,8 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   for (DeviceId d : rank_devices) nodes.insert(topology.device(d).node);
   v.nodes = static_cast<std::uint32_t>(std::max<std::size_t>(nodes.size(), 1));
   v.nvls_efficiency = topology.nvls_efficiency();
+  v.settings = topology.nccl();
+  v.cpu = v.settings.cpu_amd ? CpuVendor::Amd : CpuVendor::Intel;
   const GpuLinks g = gpu_links(topology, rank_devices.front());
   v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
   v.ll128 = v.intra == LinkClass::NvLink;
@@ -318,8 +330,13 @@ NcclOptions nccl_options(const NcclTopologyView& view, Algorithm algorithm) {
   o.gpu = view.gpu;
   o.cpu = view.cpu;
   o.channels = nccl_graph(view, algorithm).channels;
-  o.allow_ll128 = view.ll128;
+  o.allow_ll128 = view.ll128 && view.settings.ll128;
+  o.allow_ll = view.settings.ll;
+  o.allow_simple = view.settings.simple;
   o.nvls_efficiency = view.nvls_efficiency;
+  o.nvls_channels = view.nvls_channels;
+  o.nvls_heads = view.nvls.channels;  // the NVLS graph has one channel per head
+  o.comm_channels = view.comm_channels;
   return o;
 }
 
@@ -343,7 +360,7 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
     if (!ok(a)) continue;
     if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) {
       const NcclCandidate c = nvls_candidate(view, a, op, n);
-      if (c.bandwidth_GBps > 0.0) t.candidates.push_back(c);
+      if (c.bandwidth_GBps > 0.0 && view.settings.simple) t.candidates.push_back(c);
       continue;
     }
     const NcclOptions options = nccl_options(view, a);
@@ -362,6 +379,22 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
   const NcclCandidate* best = &t.candidates.front();
   for (const NcclCandidate& c : t.candidates)
     if (c.predicted_us < best->predicted_us) best = &c;
+  // A tuner plugin's rules (nccl.tuner): the first that matches this size and names a
+  // candidate; the fastest predicted protocol of that algorithm when the rule names none.
+  if (op == CollectiveOp::AllReduce)
+    for (const NcclTunerRule& rule : view.settings.tuner) {
+      if (n < rule.min_bytes || n > rule.max_bytes) continue;
+      const NcclCandidate* pick = nullptr;
+      for (const NcclCandidate& c : t.candidates) {
+        if (to_string(c.algorithm) != rule.algorithm) continue;
+        if (!rule.protocol.empty() && !nccl_protocol_named(c.protocol, rule.protocol)) continue;
+        if (pick == nullptr || c.predicted_us < pick->predicted_us) pick = &c;
+      }
+      if (pick != nullptr) {
+        best = pick;
+        break;
+      }
+    }
   t.algorithm = best->algorithm;
   t.protocol = best->protocol;
   t.predicted_us = best->predicted_us;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/config_error.hpp"
+#include "gradsync/nccl_tuner.hpp"
 
 namespace gradsync {
 
@@ -36,13 +37,20 @@ class CollectiveTimer {
       if (nvls_devices.empty()) return std::nullopt;
       return nvls_algorithm;
     }
+    // Under NCCL's software model, NCCL's view of the group (nccl_tuner.hpp): `auto` runs
+    // the algorithm its tuner picks for each bucket.
+    std::optional<NcclTopologyView> nccl_view;
   };
 
-  // The fastest of `algorithms` for (op, bytes) on `group`; returns its duration and name.
+  // The fastest of `algorithms` for (op, bytes) on `group` — or, when the group has NCCL's
+  // view and there is a choice, the one NCCL's tuner picks; returns its duration and name.
   std::pair<Seconds, Algorithm> time(const Group& group, int group_id, CollectiveOp op,
-                                     const std::vector<Algorithm>& algorithms, Bytes bytes,
+                                     const std::vector<Algorithm>& candidates, Bytes bytes,
                                      std::vector<double>* link_bytes_a,
                                      std::vector<double>* link_bytes_b) {
+    std::vector<Algorithm> algorithms = candidates;
+    if (group.nccl_view && algorithms.size() > 1)
+      algorithms = {nccl_tune(*group.nccl_view, op, bytes, candidates).algorithm};
     std::pair<Seconds, Algorithm> best{Seconds(-1.0), algorithms.front()};
     for (Algorithm a : algorithms) {
       const auto key = std::make_tuple(group_id, static_cast<int>(op), static_cast<int>(a),
@@ -220,6 +228,13 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                                                   : ": " + no_nvls));
   if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, nullptr);
   const bool nccl = topo.software() == SoftwareModel::Nccl;
+  // `auto` under NCCL runs NCCL's choice, as a real job does (AllReduce buckets).
+  if (nccl && sc.sync.algorithm == SyncAlgorithm::Auto &&
+      sc.sync.strategy == SyncStrategy::AllReduce) {
+    all.nccl_view = nccl_topology_view(topo, all.devices, ppn, all.in_switch());
+    if (multi_node)
+      one_node.nccl_view = nccl_topology_view(topo, one_node.devices, ppn, one_node.in_switch());
+  }
 
   Simulation sim(topo, options.simgrid_args);
   {
