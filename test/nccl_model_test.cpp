@@ -295,26 +295,7 @@ TEST_CASE("ring on 8 NVLink GPUs switches LL -> LL128 -> Simple where NCCL's mod
         kLL128);
 }
 
-TEST_CASE("algorithm choice between Ring and Tree") {
-  // 2 nodes x 8: Tree LL (25.2 µs) beats Ring LL (40.0 µs) for small messages; Ring Simple
-  // (algBw 96·16/30 = 51.2) beats Tree Simple (0.92·96/2 = 44.2) for large ones.
-  const NcclChoice small =
-      nccl_choose_algorithm(kAR, 16, 2, LinkClass::NvLink, Bytes(8), gbps(96));
-  CHECK(small.algorithm == Algorithm::Tree);
-  CHECK(small.cost.protocol == kLL);
-  CHECK(us(small.cost.latency) == doctest::Approx(25.2));
-  const NcclChoice big = nccl_choose_algorithm(kAR, 16, 2, LinkClass::NvLink, 4_GiB, gbps(96));
-  CHECK(big.algorithm == Algorithm::Ring);
-  CHECK(big.cost.protocol == kSimple);
-  // Only Ring for other operations.
-  CHECK(nccl_choose_algorithm(CollectiveOp::AllGather, 16, 2, LinkClass::NvLink, Bytes(8),
-                              gbps(96))
-            .algorithm == Algorithm::Ring);
-}
-
-TEST_CASE("how the engine charges latency: never less than the wire, never the sum") {
-  CHECK(us(nccl_step_latency(0.6_us, 3.4_us)) == doctest::Approx(3.4));
-  CHECK(us(nccl_step_latency(73.0_us, 5.0_us)) == doctest::Approx(73.0));
+TEST_CASE("the collective's latency: never less than the wire, never the sum") {
   const NcclStepCost c = nccl_cost(Algorithm::Tree, kLL, kAR, 16, 2, LinkClass::NvLink, Bytes(8),
                                    gbps(50));
   // EFA-like crossing (73 µs) dominates NCCL's NET hop (5 µs); NVLink hops stay at 0.6 µs.
@@ -338,45 +319,6 @@ TEST_CASE("one rank costs nothing, bad input throws") {
                   std::invalid_argument);
   CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::Net, 1_MiB, gbps(1)),
                   std::invalid_argument);
-}
-
-TEST_CASE("bus bandwidth estimate from a topology") {
-  // Two servers: 4 GPUs on an NVSwitch (450 GB/s x 0.8 each), 2 NICs per server on IB
-  // (50 GB/s x 0.96 each) -> min(360, 96) = 96 GB/s; one server alone -> 360 GB/s.
-  const auto build = [](int nodes) {
-    Topology t("est");
-    const DeviceId ib = nodes > 1 ? t.add_device(Device{"ib", DeviceKind::Switch, -1}) : 0;
-    for (int n = 0; n < nodes; ++n) {
-      const DeviceId sw = t.add_device(Device{"nvs" + std::to_string(n), DeviceKind::NvSwitch, n});
-      std::vector<DeviceId> gpus;
-      for (int g = 0; g < 4; ++g) {
-        gpus.push_back(t.add_device(
-            Device{"g" + std::to_string(n) + std::to_string(g), DeviceKind::Gpu, n}));
-        t.add_link(Link{gpus.back(), sw, Fabric::NvLink, 450_GBps, Seconds(0), 0.8});
-      }
-      if (nodes > 1)
-        for (int k = 0; k < 2; ++k) {
-          const DeviceId nic = t.add_device(
-              Device{"nic" + std::to_string(n) + std::to_string(k), DeviceKind::Nic, n});
-          t.add_link(Link{gpus[static_cast<std::size_t>(2 * k)], nic, Fabric::Pcie, 64_GBps,
-                          Seconds(0), 0.75});
-          t.add_link(Link{nic, ib, Fabric::InfiniBand, 50_GBps, Seconds(0), 0.96});
-        }
-    }
-    return t;
-  };
-  CHECK(nccl_bus_bandwidth_estimate(build(1)).gigabytes_per_second() == doctest::Approx(360.0));
-  CHECK(nccl_bus_bandwidth_estimate(build(2)).gigabytes_per_second() == doctest::Approx(96.0));
-  CHECK(nccl_intra_class(build(2)) == LinkClass::NvLink);
-
-  Topology pcie("pcie");
-  const DeviceId sw = pcie.add_device(Device{"plx", DeviceKind::PcieSwitch, 0});
-  for (int g = 0; g < 2; ++g) {
-    const DeviceId gpu = pcie.add_device(Device{"g" + std::to_string(g), DeviceKind::Gpu, 0});
-    pcie.add_link(Link{gpu, sw, Fabric::Pcie, 32_GBps, Seconds(0), 0.75});
-  }
-  CHECK(nccl_bus_bandwidth_estimate(pcie).gigabytes_per_second() == doctest::Approx(24.0));
-  CHECK(nccl_intra_class(pcie) == LinkClass::Pci);
 }
 
 TEST_CASE("nccl_cost NVLSTree: 25 us NVLink hop over four legs, 20.9 us per tree level each way") {

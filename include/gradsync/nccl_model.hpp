@@ -17,19 +17,16 @@
 // Bytes and BytesPerSecond.
 //
 // How the engine applies it (software: nccl only; software: none must not call any of this):
-//   1. once per collective: cost = nccl_cost(algorithm, op, ranks, nodes, intra_class, bytes,
-//      bus_bandwidth_estimate) — or nccl_choose_algorithm() where the engine picks the
-//      algorithm as NCCL would;
-//   2. add cost.base once, before the first transfer (or to the collective's end time);
-//   3. per transfer (step fidelity): charge nccl_step_latency(route.latency,
-//      cost.per_step(route_link_class(...))) instead of the bare route latency — the larger of
-//      the wire's latency and NCCL's per-hop latency, because NCCL's per-hop numbers already
-//      include the wire (the shipped topologies' link latencies were chosen to add up to the
-//      LL per-hop values, sim/fabric/README.md); flow fidelity charges every flow the whole
-//      collective's latency: nccl_collective_latency(cost, route latencies);
-//   4. scale the transfer's bandwidth by cost.bandwidth_factor (e.g. send bytes /
-//      bandwidth_factor: LL moves 8 B of flag per 8 B of data, so inflating the payload also
-//      charges the links the extra traffic).
+//   1. once per collective: NCCL's view of the plan's GPUs (nccl_tuner.hpp) gives the graph's
+//      bus bandwidth and channels, the protocol (nccl_tune(): a tuner rule's, else NCCL's
+//      fastest predicted) and the channels this size runs on; then
+//      cost = nccl_cost(algorithm, protocol, op, ranks, nodes, intra, bytes, bus, options);
+//   2. every transfer's bytes are scaled by 1 / cost.bandwidth_factor (protocol, Tree's
+//      correction, the size's channels, NVLS's chunks: LL's flag words really do cross the
+//      links), and flows carry no latency of their own;
+//   3. the collective's latency, nccl_collective_latency(cost, longest intra route, longest
+//      inter route), is added once to the bandwidth time, in step and in flow fidelity alike
+//      (so both add the same latency; NCCL's model is also latency + bytes / bandwidth).
 #pragma once
 
 #include <cstdint>
@@ -191,7 +188,7 @@ struct NcclStepCost {
 
 // NCCL's cost for one (algorithm, protocol). `ranks` ≥ 1, 1 ≤ `nodes` ≤ ranks; `intra` is the
 // class of the links inside a node (NvLink or Pci); `bus_bandwidth` is the Ring/Simple bus
-// bandwidth the topology can sustain (NCCL's nChannels · bw; nccl_bus_bandwidth_estimate()).
+// bandwidth the topology can sustain (NCCL's nChannels · bw; nccl_bus_bandwidth() in nccl_tuner.hpp).
 // Tree supports AllReduce only (as NCCL). Nvls: AllReduce, Simple, NvLink, one node (else
 // invalid_argument); base 0, per_step_intra = 12.5 µs per leg (push, pull: NCCL's 25 µs NVLink
 // hop split over the two), steps 2, bandwidth_factor options.nvls_factor(), predicted = 25 µs +
@@ -212,35 +209,12 @@ struct NcclStepCost {
                                      std::uint32_t nodes, LinkClass intra, Bytes bytes,
                                      BytesPerSecond bus_bandwidth, const NcclOptions& options = {});
 
-struct NcclChoice {
-  Algorithm algorithm = Algorithm::Ring;
-  NcclStepCost cost;
-};
-// NCCL's (algorithm, protocol) choice among Ring and Tree (Tree for AllReduce only). NVLS is
-// not a candidate here (it needs an NVSwitch the caller must find: compare with
-// nccl_cost(Algorithm::Nvls, ...) yourself); CollNet and PAT are not modelled.
-[[nodiscard]] NcclChoice nccl_choose_algorithm(CollectiveOp op, std::uint32_t ranks,
-                                               std::uint32_t nodes, LinkClass intra, Bytes bytes,
-                                               BytesPerSecond bus_bandwidth,
-                                               const NcclOptions& options = {});
 
-// The latency to charge one transfer in step fidelity: NCCL's per-hop latency already
-// includes the wire, so the larger of the two (never their sum).
-[[nodiscard]] constexpr Seconds nccl_step_latency(Seconds route_latency, Seconds per_step) {
-  return route_latency > per_step ? route_latency : per_step;
-}
-// The latency to charge every flow in flow fidelity: base + (steps − inter_steps) ·
-// max(intra route latency, per_step_intra) + inter_steps · max(inter route latency,
-// per_step_inter).
+// The latency NCCL's model gives the collective, charged once (step and flow fidelity): base
+// + (steps − inter_steps) · max(longest intra route latency, per_step_intra) + inter_steps ·
+// max(longest inter route latency, per_step_inter). NCCL's per-hop latencies already include
+// the wire, so a route's latency counts only where it exceeds them (never their sum).
 [[nodiscard]] Seconds nccl_collective_latency(const NcclStepCost& cost, Seconds intra_route_latency,
                                               Seconds inter_route_latency);
-
-// NCCL's Ring/Simple bus bandwidth as the topology's links allow, for nccl_cost(): per GPU,
-// the sum of its NVLink links' effective bandwidth (else its widest PCIe/socket link); across
-// servers, the smaller of that and the sum of one server's NIC network links (a ring leaves
-// each server through every NIC, one channel per NIC). Uses the first GPU and its server.
-[[nodiscard]] BytesPerSecond nccl_bus_bandwidth_estimate(const Topology& topology);
-// The intra-node class NCCL would see: NvLink if the first GPU has an NVLink link, else Pci.
-[[nodiscard]] LinkClass nccl_intra_class(const Topology& topology);
 
 }  // namespace gradsync

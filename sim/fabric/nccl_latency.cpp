@@ -457,63 +457,12 @@ NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks
   return best;
 }
 
-NcclChoice nccl_choose_algorithm(CollectiveOp op, std::uint32_t ranks, std::uint32_t nodes,
-                                 LinkClass intra, Bytes bytes, BytesPerSecond bus_bandwidth,
-                                 const NcclOptions& options) {
-  NcclChoice choice{Algorithm::Ring,
-                    nccl_cost(Algorithm::Ring, op, ranks, nodes, intra, bytes, bus_bandwidth,
-                              options)};
-  if (op == CollectiveOp::AllReduce && ranks > 1) {
-    const NcclStepCost tree =
-        nccl_cost(Algorithm::Tree, op, ranks, nodes, intra, bytes, bus_bandwidth, options);
-    if (tree.predicted < choice.cost.predicted) choice = NcclChoice{Algorithm::Tree, tree};
-  }
-  return choice;
-}
-
 Seconds nccl_collective_latency(const NcclStepCost& cost, Seconds intra_route_latency,
                                 Seconds inter_route_latency) {
-  const Seconds intra = nccl_step_latency(intra_route_latency, cost.per_step_intra);
-  const Seconds inter = nccl_step_latency(inter_route_latency, cost.per_step_inter);
+  const Seconds intra = std::max(intra_route_latency, cost.per_step_intra);
+  const Seconds inter = std::max(inter_route_latency, cost.per_step_inter);
   return cost.base + intra * static_cast<double>(cost.steps - cost.inter_steps) +
          inter * static_cast<double>(cost.inter_steps);
-}
-
-BytesPerSecond nccl_bus_bandwidth_estimate(const Topology& topology) {
-  if (topology.gpus().empty()) throw std::invalid_argument("nccl_bus_bandwidth_estimate: no GPU");
-  const DeviceId gpu = topology.gpus().front();
-  double nvlink = 0.0;
-  double pci = 0.0;
-  for (LinkId id : topology.links_of(gpu)) {
-    const Link& l = topology.link(id);
-    const double bw = l.effective_bandwidth().bytes_per_second();
-    if (l.fabric == Fabric::NvLink) nvlink += bw;
-    else if (l.fabric == Fabric::Pcie || l.fabric == Fabric::Socket) pci = std::max(pci, bw);
-  }
-  double per_gpu = nvlink > 0.0 ? nvlink : pci;
-  if (topology.node_count() > 1) {
-    const int node = topology.device(gpu).node;
-    double nics = 0.0;
-    for (DeviceId d = 0; d < topology.devices().size(); ++d) {
-      const Device& dev = topology.device(d);
-      if (dev.kind != DeviceKind::Nic || dev.node != node || node < 0) continue;
-      for (LinkId id : topology.links_of(d)) {
-        const Link& l = topology.link(id);
-        if (is_network_fabric(l.fabric)) nics += l.effective_bandwidth().bytes_per_second();
-      }
-    }
-    if (nics > 0.0) per_gpu = per_gpu > 0.0 ? std::min(per_gpu, nics) : nics;
-  }
-  if (!(per_gpu > 0.0))
-    throw std::invalid_argument("nccl_bus_bandwidth_estimate: the first GPU has no usable link");
-  return BytesPerSecond(per_gpu);
-}
-
-LinkClass nccl_intra_class(const Topology& topology) {
-  if (topology.gpus().empty()) return LinkClass::Pci;
-  for (LinkId id : topology.links_of(topology.gpus().front()))
-    if (topology.link(id).fabric == Fabric::NvLink) return LinkClass::NvLink;
-  return LinkClass::Pci;
 }
 
 }  // namespace gradsync
