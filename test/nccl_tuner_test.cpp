@@ -1,0 +1,289 @@
+// NCCL's view of a topology and its tuner's choice (nccl_tuner.hpp), pinned to NCCL 2.30.7.
+// The expected graphs, channels and chunks are worked out by hand below from NCCL's tables
+// (src/graph/search.cc speed arrays, connect.cc, enqueue.cc, transport/nvls.cc), so a wrong
+// array entry, duplication rule or threshold changes a number and fails. The tuner's choices
+// at 8 x H100 (Ring/LL at 1 MiB, NVLS from 2 MiB) are what NCCL's debug log reports on such a
+// server (nccl-tests with NCCL_DEBUG_SUBSYS=TUNING); the published AWS-p5x1 rows switch there.
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "gradsync/cluster_spec.hpp"
+#include "gradsync/nccl_model.hpp"
+#include "gradsync/nccl_tuner.hpp"
+#include "gradsync/topology.hpp"
+#include "gradsync/units.hpp"
+
+using namespace gradsync;
+using namespace gradsync::literals;
+
+namespace {
+
+constexpr CollectiveOp kAR = CollectiveOp::AllReduce;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+LinkGroupSpec group(Fabric fabric, BytesPerSecond bandwidth) {
+  LinkGroupSpec g;
+  g.fabric = fabric;
+  g.bandwidth = bandwidth;
+  g.latency = 1_us;
+  g.efficiency = 1.0;  // the tuner reads effective bandwidth: keep the arithmetic exact
+  g.origin = SourceMark{"cluster.yaml", 4, 3};
+  return g;
+}
+
+// `nodes` servers of `gpus` GPUs on one NVSwitch (`nvlink` per GPU per direction) with `nics`
+// NICs of `nic` each, on one InfiniBand switch.
+Topology nvswitch_cluster(int nodes, int gpus, BytesPerSecond nvlink, int nics,
+                          BytesPerSecond nic) {
+  ClusterSpec spec;
+  spec.name = "tuner-test";
+  spec.nodes = nodes;
+  spec.node.gpus = gpus;
+  spec.node.intra = group(Fabric::NvLink, nvlink);
+  spec.node.intra_shape = IntraShape::Switch;
+  spec.node.nics = nics;
+  spec.node.nic_bandwidth = nic;
+  if (nics > 0) spec.node.pcie = group(Fabric::Pcie, 64_GBps);
+  spec.node.origin = SourceMark{"cluster.yaml", 3, 1};
+  if (nodes > 1) {
+    NetworkSpec net;
+    net.fabric = Fabric::InfiniBand;
+    net.shape = NetworkShape::SingleSwitch;
+    net.efficiency = 1.0;
+    net.link_latency = 500_ns;
+    net.switch_latency = 300_ns;
+    net.origin = SourceMark{"cluster.yaml", 9, 1};
+    spec.network = net;
+  }
+  spec.origin = SourceMark{"cluster.yaml", 1, 1};
+  return expand_cluster(spec);
+}
+
+NcclTunerRule rule(double min_bytes, double max_bytes, const char* algorithm,
+                   const char* protocol) {
+  NcclTunerRule r;
+  r.min_bytes = min_bytes;
+  r.max_bytes = max_bytes;
+  r.algorithm = algorithm;
+  r.protocol = protocol;
+  return r;
+}
+
+NcclTopologyView view_of(const Topology& t, int gpus_per_node, std::optional<Algorithm> nvls) {
+  return nccl_topology_view(t, t.gpus(), static_cast<std::uint32_t>(gpus_per_node), nvls);
+}
+
+// One H100 server as NCCL sees it: 18 NVLinks of 20 GB/s (NCCL's SM90 NVLink bandwidth) = 360.
+NcclTopologyView h100_server(std::uint32_t ranks = 8) {
+  NcclTopologyView v;
+  v.gpu = GpuGeneration::Hopper;
+  v.ranks = ranks;
+  v.ring = nccl_search_graph(GpuGeneration::Hopper, false, 360.0, 360.0, 32);
+  v.tree = v.ring;
+  v.comm_channels = 2 * v.ring.channels;
+  v.nvls = NcclGraph{ranks, 60.0, 60.0};
+  v.nvls_channels = 16;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("graph search: channels x speed per GPU generation, then NCCL's duplication") {
+  // Hopper, 360 GB/s: 6 x 60 fills the links ("perfect"); 60 >= 50 -> duplicated to 12 x 30.
+  const NcclGraph h = nccl_search_graph(GpuGeneration::Hopper, false, 360.0, 360.0, 32);
+  CHECK(h.channels == 12);
+  CHECK(h.bw_intra == doctest::Approx(30.0));
+  // Ampere, 12 x 20 = 240: 6 x 40, duplicated to 12 x 20.
+  const NcclGraph a = nccl_search_graph(GpuGeneration::Ampere, false, 240.0, 240.0, 32);
+  CHECK(a.channels == 12);
+  CHECK(a.bw_intra == doctest::Approx(20.0));
+  // Blackwell, 18 x 40 = 720: 8 x 90, duplicated to 16 x 45.
+  const NcclGraph b = nccl_search_graph(GpuGeneration::Blackwell, false, 720.0, 720.0, 32);
+  CHECK(b.channels == 16);
+  CHECK(b.bw_intra == doctest::Approx(45.0));
+  // Hopper below 50 GB/s with more than 4 channels is not duplicated: 280 GB/s -> 4 x 60
+  // (240), 5 x 50 (250), then 7 x 40 fills it, and stays 7 x 40.
+  const NcclGraph h5 = nccl_search_graph(GpuGeneration::Hopper, false, 280.0, 280.0, 32);
+  CHECK(h5.channels == 7);
+  CHECK(h5.bw_intra == doctest::Approx(40.0));
+  // A PCIe-class path (12 GB/s, Ampere array): 1 x 12, below 25 GB/s so not duplicated.
+  const NcclGraph p = nccl_search_graph(GpuGeneration::Ampere, false, 12.0, 12.0, 32);
+  CHECK(p.channels == 1);
+  CHECK(p.bw_intra == doctest::Approx(12.0));
+}
+
+TEST_CASE("two 8 x H100 servers, 8 NICs of 400 Gb/s: NCCL's graphs and channels") {
+  const Topology t = nvswitch_cluster(2, 8, 450_GBps, 8, 400_Gbps);
+  const NcclTopologyView v = view_of(t, 8, Algorithm::NvlsTree);
+  CHECK(v.gpu == GpuGeneration::Hopper);
+  CHECK(v.nodes == 2);
+  CHECK(v.ranks == 16);
+  CHECK(v.intra == LinkClass::NvLink);
+  // Ring: one channel per NIC at the fastest inter speed <= 50 GB/s: 8 x 48, no duplication
+  // (Hopper, < 50 GB/s, > 4 channels).
+  CHECK(v.ring.channels == 8);
+  CHECK(v.ring.bw_inter == doctest::Approx(48.0));
+  // comm channels: 2 x 8 = 16, not doubled again (only below 16).
+  CHECK(v.comm_channels == 16);
+  // Tree: the ring's channels, intra speed raised to the fastest <= 2 x 48 the links allow
+  // (450 x 8/7 over 8 channels -> 64 per channel at most; the SM90 inter array's top is 48).
+  CHECK(v.tree.channels == 8);
+  CHECK(v.tree.bw_intra >= v.ring.bw_inter);
+  CHECK(v.tree.bw_intra <= 2.0 * v.ring.bw_inter);
+  // NVLSTree: one head per NIC, 16 NVLS channels on Hopper.
+  CHECK(v.nvls.channels == 8);
+  CHECK(v.nvls_channels == 16);
+  // Bus bandwidth NCCL's tuner reads on <= 2 nodes: channels x bwIntra.
+  CHECK(nccl_bus_bandwidth(v, Algorithm::Ring).gigabytes_per_second() ==
+        doctest::Approx(8 * v.ring.bw_intra));
+}
+
+TEST_CASE("no NVLS graph without an NVSwitch domain: Ring and Tree only") {
+  const Topology t = nvswitch_cluster(1, 8, 450_GBps, 0, 400_Gbps);
+  const NcclTopologyView v = view_of(t, 8, std::nullopt);
+  CHECK(v.nvls.channels == 0);
+  const NcclTuning big = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  CHECK((big.algorithm == Algorithm::Ring || big.algorithm == Algorithm::Tree));
+  for (const NcclCandidate& c : big.candidates)
+    CHECK((c.algorithm == Algorithm::Ring || c.algorithm == Algorithm::Tree));
+  CHECK_THROWS_AS((void)nccl_tune(v, kAR, Bytes(kMiB), {Algorithm::Nvls}), std::invalid_argument);
+}
+
+TEST_CASE("8 x H100 tuner: Ring/LL at 1 MiB, NVLS from 2 MiB, on 16 NVLS channels") {
+  const NcclTopologyView v = h100_server();
+  const NcclTuning small = nccl_tune(v, kAR, Bytes(kMiB));
+  CHECK(small.algorithm == Algorithm::Ring);
+  CHECK(small.protocol == NcclProtocol::LL);
+  const NcclTuning two = nccl_tune(v, kAR, Bytes(2 * kMiB));
+  CHECK(two.algorithm == Algorithm::Nvls);
+  CHECK(two.protocol == NcclProtocol::Simple);
+  CHECK(two.channels == 16);
+  // The choice is the fastest prediction among the candidates.
+  for (const NcclCandidate& c : two.candidates) CHECK(two.predicted_us <= c.predicted_us + 1e-9);
+  // An explicit algorithm restricts the candidates; the best protocol of it is taken.
+  const NcclTuning ring = nccl_tune(v, kAR, Bytes(2 * kMiB), {Algorithm::Ring});
+  CHECK(ring.algorithm == Algorithm::Ring);
+  CHECK(ring.predicted_us > two.predicted_us);
+  // Other collectives have no Tree or NVLS here.
+  const NcclTuning ag = nccl_tune(v, CollectiveOp::AllGather, Bytes(64 * kMiB));
+  CHECK(ag.algorithm == Algorithm::Ring);
+}
+
+TEST_CASE("channels per size: NCCL lowers them until each gets its threads' work") {
+  const NcclTopologyView v = h100_server();
+  REQUIRE(v.comm_channels == 24);
+  // 64 KiB, Ring/LL: threshold 8 x 8 ranks = 64 B/thread x 512 threads = 32 KiB per channel
+  // -> 2 channels; the 32 KiB cell rule (2 B of traffic per byte, LL 4x) allows 16.
+  const NcclTuning t64k = nccl_tune(v, kAR, Bytes(64 * 1024.0), {Algorithm::Ring});
+  REQUIRE(t64k.protocol == NcclProtocol::LL);
+  CHECK(t64k.channels == 2);
+  // 1 MiB, Ring/LL: 1 MiB / 32 KiB = 32 >= 24 channels: all of them.
+  const NcclTuning t1m = nccl_tune(v, kAR, Bytes(kMiB), {Algorithm::Ring});
+  REQUIRE(t1m.protocol == NcclProtocol::LL);
+  CHECK(t1m.channels == 24);
+  // 4 KiB: one channel.
+  CHECK(nccl_tune(v, kAR, Bytes(4096.0), {Algorithm::Ring}).channels == 1);
+}
+
+TEST_CASE("a four-GPU Blackwell server: no NVLS at 1 GiB (NVLS's 3/4 port share loses)") {
+  NcclTopologyView v;
+  v.gpu = GpuGeneration::Blackwell;
+  v.ranks = 4;
+  v.ring = nccl_search_graph(GpuGeneration::Blackwell, false, 720.0, 720.0, 32);
+  v.tree = v.ring;
+  v.comm_channels = 2 * v.ring.channels;
+  v.nvls = NcclGraph{4, 90.0, 90.0};
+  v.nvls_channels = 24;
+  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  CHECK(t.algorithm != Algorithm::Nvls);
+  // Eight GPUs on the same server: NVLS wins at 1 GiB.
+  v.ranks = 8;
+  v.nvls.channels = 8;
+  CHECK(nccl_tune(v, kAR, Bytes(1024 * kMiB)).algorithm == Algorithm::Nvls);
+}
+
+TEST_CASE("nccl.protocols and nccl.tuner: NCCL_PROTO and a tuner plugin's rules") {
+  NcclTopologyView v = h100_server();
+  // Without LL, 1 MiB runs LL128 or Simple.
+  v.settings.ll = false;
+  const NcclTuning no_ll = nccl_tune(v, kAR, Bytes(kMiB), {Algorithm::Ring});
+  CHECK(no_ll.protocol != NcclProtocol::LL);
+  for (const NcclCandidate& c : no_ll.candidates) CHECK(c.protocol != NcclProtocol::LL);
+  // Without Simple, NVLS (Simple only) cannot run.
+  v.settings = NcclSettings{};
+  v.settings.simple = false;
+  for (const NcclCandidate& c : nccl_tune(v, kAR, Bytes(64 * kMiB)).candidates) {
+    CHECK(c.algorithm != Algorithm::Nvls);
+    CHECK(c.protocol != NcclProtocol::Simple);
+  }
+  // A rule takes over NCCL's choice in its size range only.
+  v.settings = NcclSettings{};
+  v.settings.tuner.push_back(rule(4 * kMiB, 64 * kMiB, "tree", "simple"));
+  const NcclTuning ruled = nccl_tune(v, kAR, Bytes(16 * kMiB));
+  CHECK(ruled.algorithm == Algorithm::Tree);
+  CHECK(ruled.protocol == NcclProtocol::Simple);
+  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Nvls);
+  // A rule naming an algorithm that cannot run here falls back to NCCL's own choice.
+  v.settings.tuner = {rule(0.0, 1e18, "nvlstree", "")};
+  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Nvls);
+}
+
+TEST_CASE("NVLS chunk schedule (enqueue.cc calcCollChunking): 16 channels x 8 heads") {
+  const auto chunk = [](Algorithm a, double bytes, std::uint32_t nodes, std::uint32_t heads) {
+    return nccl_nvls_chunk(a, Bytes(bytes), 16, heads, nodes).bytes() / 1024.0;
+  };
+  // NVLS, 128 concurrent chunks: 16 KiB below 2·128·32 KiB = 8 MiB, 32 KiB below 64 MiB,
+  // 64 KiB below 1 GiB, 128 KiB from there.
+  CHECK(chunk(Algorithm::Nvls, 2 * kMiB, 1, 8) == 16.0);
+  CHECK(chunk(Algorithm::Nvls, 16 * kMiB, 1, 8) == 32.0);
+  CHECK(chunk(Algorithm::Nvls, 256 * kMiB, 1, 8) == 64.0);
+  CHECK(chunk(Algorithm::Nvls, 1024 * kMiB, 1, 8) == 128.0);
+  // NVLSTree on 2 nodes: 32 KiB below 8 MiB, 64 KiB below 64 MiB, 128 KiB from there.
+  CHECK(chunk(Algorithm::NvlsTree, 4 * kMiB, 2, 8) == 32.0);
+  CHECK(chunk(Algorithm::NvlsTree, 16 * kMiB, 2, 8) == 64.0);
+  CHECK(chunk(Algorithm::NvlsTree, 128 * kMiB, 2, 8) == 128.0);
+  // From 4 nodes NVLSTree's chunk is at most 64 KiB.
+  CHECK(chunk(Algorithm::NvlsTree, 1024 * kMiB, 4, 8) == 64.0);
+  // Chunk efficiency: 1 at the 128 KiB plateau, lower and monotone below.
+  const BytesPerSecond rate = 20_GBps;
+  CHECK(nvls_chunk_efficiency(Bytes(128 * 1024.0), rate) == doctest::Approx(1.0));
+  const double e64 = nvls_chunk_efficiency(Bytes(64 * 1024.0), rate);
+  const double e16 = nvls_chunk_efficiency(Bytes(16 * 1024.0), rate);
+  CHECK(e64 < 1.0);
+  CHECK(e16 < e64);
+  // c0 = k·cmax/(cmax−k), k = 1.3 µs × 20 GB/s = 26,000 B.
+  const double k = kNvlsChunkOverheadUs * 1e-6 * 20e9;
+  const double c0 = k * 131072.0 / (131072.0 - k);
+  CHECK(e16 == doctest::Approx((16384.0 / (16384.0 + c0)) / (131072.0 / (131072.0 + c0))));
+}
+
+TEST_CASE("per-size channels bound a protocol's bandwidth (channel_factor)") {
+  const NcclTopologyView v = h100_server();
+  // Ring/LL at 64 KiB on 2 of 24 channels: LL's per-channel rate is the LL128 cap x 0.5 /
+  // (120/128), against the Simple bus bandwidth of 12 x 30 = 360 GB/s.
+  NcclOptions o = nccl_options(v, Algorithm::Ring);
+  o.run_channels = 2;
+  const double bus = nccl_bus_bandwidth(v, Algorithm::Ring).gigabytes_per_second();
+  REQUIRE(bus == doctest::Approx(360.0));
+  const double ll_channel = nccl_channel_bus_bandwidth(Algorithm::Ring, NcclProtocol::LL,
+                                                       GpuGeneration::Hopper, 1, bus, 24);
+  const double ll128_channel = nccl_channel_bus_bandwidth(Algorithm::Ring, NcclProtocol::LL128,
+                                                          GpuGeneration::Hopper, 1, bus, 24);
+  CHECK(ll_channel == doctest::Approx(ll128_channel * 0.5 / (120.0 / 128.0)));
+  CHECK(nccl_channel_bus_bandwidth(Algorithm::Ring, NcclProtocol::Simple, GpuGeneration::Hopper,
+                                   1, bus, 24) == doctest::Approx(15.0));
+  const NcclStepCost two = nccl_cost(Algorithm::Ring, NcclProtocol::LL, kAR, 8, 1,
+                                     LinkClass::NvLink, Bytes(64 * 1024.0), 360_GBps, o);
+  o.run_channels = 24;
+  const NcclStepCost all = nccl_cost(Algorithm::Ring, NcclProtocol::LL, kAR, 8, 1,
+                                     LinkClass::NvLink, Bytes(64 * 1024.0), 360_GBps, o);
+  CHECK(all.channel_factor == doctest::Approx(1.0));
+  CHECK(two.channel_factor < 1.0);
+  // Two channels can deliver at most 2 x the per-channel rate of LL's share of the bus.
+  CHECK(two.channel_factor * two.protocol_factor * 360.0 <= 2.0 * ll_channel + 1e-9);
+  // NCCL's own prediction does not see the per-size channels.
+  CHECK(two.predicted.seconds() == doctest::Approx(all.predicted.seconds()));
+}
