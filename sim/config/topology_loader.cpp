@@ -242,7 +242,7 @@ NcclSettings read_nccl(const MapReader& top) {
       if (rule.has("protocol")) {
         t.protocol = rule.choice("protocol", kNcclProtocols);
         const bool on = t.protocol == "ll" ? n.ll : t.protocol == "ll128" ? n.ll128 : n.simple;
-        if (!on) rule.fail("protocol", "is not among nccl.protocols");
+        if (!on) rule.fail("protocol", fmt::format("'{}' is not among nccl.protocols", t.protocol));
         if ((t.algorithm == "nvls" || t.algorithm == "nvlstree") && t.protocol != "simple")
           rule.fail("protocol", "NVLS and NVLSTree run the simple protocol only");
       }
