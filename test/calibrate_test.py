@@ -10,7 +10,7 @@ write a topology that `bench` reproduces, and predict another node count. Bad lo
 LOG:line:col.
 
 usage: GRADSYNC=path/to/gradsync calibrate_test.py CASE SOURCE_DIR
-  CASE: multinode | singlenode | bad_log | format (print a log: format TOPO [bench args...])
+  CASE: multinode | singlenode | bad_log | real_log | format (print a log: format TOPO [bench args...])
 """
 import json
 import os
@@ -114,7 +114,7 @@ def synthetic(src, topo_name, block, lat_key, eff, lat_s, lat_text, other_nodes)
     with tempfile.TemporaryDirectory() as d:
         tpath = os.path.join(d, "truth.yaml")
         open(tpath, "w").write(truth)
-        rows = bench(tpath, "-b", "16B", "-e", "1GiB", "-f", "4")
+        rows = bench(tpath, "-b", "16B", "-e", "1GiB", "-f", "4", "--algo", "auto")
         ranks = int(rows[0]["ranks"])
         nodes = int(re.search(r"^nodes:\s*(\d+)", truth, re.M).group(1))
         log = os.path.join(d, "all_reduce_perf.log")
@@ -140,7 +140,7 @@ def synthetic(src, topo_name, block, lat_key, eff, lat_s, lat_text, other_nodes)
         check("calibrated from nccl-tests log" in written and written.startswith("# Calibrated by"),
               "the written topology says where its values came from")
         # bench on the written file reproduces the log
-        again = bench(out, "-b", "1MiB", "-e", "1GiB", "-f", "4")
+        again = bench(out, "-b", "1MiB", "-e", "1GiB", "-f", "4", "--algo", "auto")
         meas = {int(r["bytes"]): r["time_us"] for r in rows}
         worst = max(abs(r["time_us"] / meas[int(r["bytes"])] - 1) for r in again)
         check(worst <= 0.05, f"bench on the calibrated file: sizes >= 1 MiB within 5 % ({100 * worst:.2f} %)")
@@ -179,6 +179,49 @@ def bad_log(src):
                   f"bad log exits 2 at {line}:{col}: {msg}")
 
 
+def real_log(src):
+    """A published all_reduce_perf log (examples/nccl-tests): bench --compare prints every row and
+    band; calibrate cannot reproduce it within the promise (the known mismatches of V2), so it
+    says which bands and why, exits 3 and writes nothing unless --force."""
+    topo = os.path.join(src, "topologies", "aws-p5-2node-efa.yaml")
+    log = os.path.join(src, "examples", "nccl-tests", "aws-p5-2node-efa.log")
+    p = subprocess.run([GRADSYNC, "bench", topo, "--compare", log, "--json"], capture_output=True,
+                       text=True)
+    check(p.returncode == 0, f"bench --compare on the example log exits 0 ({p.stderr.strip()})")
+    j = json.loads(p.stdout)
+    rows = j["rows"] if isinstance(j, dict) else j
+    check(len(rows) == 32, f"bench --compare: 32 rows, 8 B .. 16 GiB ({len(rows)})")
+    by = {int(r["bytes"]): r for r in rows}
+    check(abs(by[1073741824]["measured_time_us"] - 4607.6) < 1e-6, "measured time read verbatim (1 GiB: 4607.6 us)")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "calibrated.yaml")
+        p = subprocess.run([GRADSYNC, "calibrate", topo, "--nccl-tests", log, "-o", out],
+                           capture_output=True, text=True)
+        err = p.stderr.strip()
+        check(p.returncode == 3 and err.count("\n") == 0 and "the fit stays off" in err,
+              f"a fit that stays off exits 3 with one line: {err}")
+        check(not os.path.exists(out), "and writes nothing")
+        check("misses the promise" in p.stdout and "band C" in p.stdout,
+              "the report names the bands that miss the promise")
+        # bands present before and after; none worse than the uncalibrated topology
+        p = subprocess.run([GRADSYNC, "calibrate", topo, "--nccl-tests", log, "-o", out, "--force",
+                            "--json"], capture_output=True, text=True)
+        check(p.returncode == 0 and os.path.exists(out), "--force accepts it and writes the file")
+        j = json.loads(p.stdout)
+        for b in j["bands"]:
+            check(b["median_abs_error"] <= b["median_abs_error_before"] + 0.005,
+                  f"band {b['band']}: median |error| {100 * b['median_abs_error']:.1f} % not worse "
+                  f"than uncalibrated {100 * b['median_abs_error_before']:.1f} %")
+        # A synthetic alpha-beta log (50 us + S / 10 GB/s) is not a GPU server at all: far off.
+        rows = [{"bytes": s, "time_us": 50.0 + s / 1e4} for s in [2 ** k for k in range(4, 31, 2)]]
+        ab = os.path.join(d, "alpha_beta.log")
+        open(ab, "w").write(nccl_tests_log(rows, 8, 1))
+        p = subprocess.run([GRADSYNC, "calibrate", os.path.join(src, "topologies", "dgx-h100.yaml"),
+                            "--nccl-tests", ab, "-o", out + ".ab"], capture_output=True, text=True)
+        check(p.returncode == 3 and not os.path.exists(out + ".ab"),
+              f"an alpha-beta log against dgx-h100 exits 3 ({p.stderr.strip()})")
+
+
 def main():
     case, src = sys.argv[1], sys.argv[2]
     if case == "multinode":
@@ -187,6 +230,8 @@ def main():
         synthetic(src, "dgx-h100.yaml", "node.intra", "latency", 0.7, 1e-6, "1us", None)
     elif case == "bad_log":
         bad_log(src)
+    elif case == "real_log":
+        real_log(src)
     elif case == "format":
         rows = bench(sys.argv[3], *sys.argv[4:])
         print(nccl_tests_log(rows, int(rows[0]["ranks"]), 1))

@@ -10,8 +10,9 @@
 // Ranks are counted from the rank lines, nodes from their distinct hosts (`on HOST`). Data rows
 // give the out-of-place columns (the in-place ones are read and kept); older nccl-tests rows
 // without the `root` column are accepted. Several runs concatenated in one file are averaged
-// per size. NCCL_DEBUG lines ("... NCCL INFO ...") are skipped. Anything else is an error
-// ConfigError "LOG:line:col: error: ...".
+// per size. A leading `srun --label` task number ("0: ") is dropped. NCCL_DEBUG lines
+// ("... NCCL INFO ...") are skipped. Anything else is an error ConfigError
+// "LOG:line:col: error: ...".
 #pragma once
 
 #include <optional>

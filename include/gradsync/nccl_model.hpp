@@ -97,7 +97,9 @@ inline constexpr double kNvlsChunkOverheadUs = 1.3;
 // The share of NVLS's plateau bandwidth (chunks of kNcclNvlsChunkBytes) that chunks of
 // `chunk` bytes reach, for a channel whose plateau rate is `channel_rate`: (c/(c+c0)) /
 // (cmax/(cmax+c0)), c0 = the overhead's bytes at the chunks' raw rate. 1 at the plateau.
-[[nodiscard]] double nvls_chunk_efficiency(Bytes chunk, BytesPerSecond channel_rate);
+// `overhead_us`: the per-chunk overhead (a topology's nccl.nvls_chunk_overhead).
+[[nodiscard]] double nvls_chunk_efficiency(Bytes chunk, BytesPerSecond channel_rate,
+                                           double overhead_us = kNvlsChunkOverheadUs);
 
 struct NcclOptions {
   GpuGeneration gpu = GpuGeneration::Hopper;
@@ -126,6 +128,14 @@ struct NcclOptions {
   // channels), so `predicted` and the protocol choice do not change.
   std::uint32_t run_channels = 0;
   std::uint32_t comm_channels = 0;
+  // A machine's departures from NCCL's constants (the topology's nccl.latency_scale,
+  // channel_scale, nvls_chunk_overhead; what `gradsync calibrate` fits). They change what
+  // the collective costs (base, per-step latencies, channel_factor, the NVLS chunk share),
+  // not NCCL's own prediction (`latency`, `predicted`), so not NCCL's choice either: NCCL's
+  // tuner does not know its host is slower than its tables.
+  double latency_scale = 1.0;
+  double channel_scale = 1.0;
+  double nvls_chunk_overhead_us = kNvlsChunkOverheadUs;
 
   [[nodiscard]] double nvls_factor() const {
     return nvls_efficiency.value_or(nvls_bandwidth_factor(gpu));

@@ -156,6 +156,13 @@ struct NcclSettings {
   bool ll128 = true;
   bool simple = true;
   std::vector<NcclTunerRule> tuner;
+  // What `gradsync calibrate` fits to a measured run where NCCL's constants do not hold for
+  // this machine (nccl_model.hpp NcclOptions): NCCL's latency table scaled (host, launch and
+  // flag-polling speed), each channel's (thread block's) bandwidth cap scaled, and the NVLS
+  // per-chunk overhead. Defaults: NCCL 2.30.7's own constants.
+  double latency_scale = 1.0;                   // nccl.latency_scale
+  double channel_scale = 1.0;                   // nccl.channel_scale
+  std::optional<double> nvls_chunk_overhead_s;  // nccl.nvls_chunk_overhead
 };
 
 class Topology {

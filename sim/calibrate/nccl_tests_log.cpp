@@ -105,6 +105,18 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& di
       if (last) break;
       continue;
     }
+    {
+      // `srun --label` prefixes every line with the task number: "0: ...".
+      std::size_t d = first;
+      while (d < line.size() && line[d] >= '0' && line[d] <= '9') ++d;
+      if (d > first && d < line.size() && line[d] == ':') {
+        first = line.find_first_not_of(" \t", d + 1);
+        if (first == std::string_view::npos) {
+          if (last) break;
+          continue;
+        }
+      }
+    }
     if (line[first] == '#') {
       const std::vector<Token> t = tokenize(line, first + 1);
       if (t.size() >= 2 && t[0].text == "Rank") {
@@ -163,7 +175,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& di
     }
     close_segment();
 
-    const std::vector<Token> t = tokenize(line);
+    const std::vector<Token> t = tokenize(line, first);
     if (!to_integer(t[0].text))
       fail(line_no, t[0].column,
            fmt::format("expected a '#' comment or a data row starting with the size in bytes, "

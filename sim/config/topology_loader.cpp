@@ -209,7 +209,27 @@ const std::vector<std::string> kNcclTunerAlgorithms{"ring", "tree", "nvls", "nvl
 NcclSettings read_nccl(const MapReader& top) {
   NcclSettings n;
   if (!top.has("nccl")) return n;
-  MapReader r(top.node("nccl"), top.file(), "nccl", {"cpu", "protocols", "tuner"});
+  MapReader r(top.node("nccl"), top.file(), "nccl",
+              {"cpu", "protocols", "tuner", "latency_scale", "channel_scale",
+               "nvls_chunk_overhead"});
+  // Scales of NCCL's own constants: a factor of 100 either way is beyond any machine NCCL's
+  // tables were written for, so it is a typo, not a measurement.
+  const auto scale = [&](const char* key) {
+    const auto v = r.opt_number(key);
+    if (!v) return 1.0;
+    if (!(*v >= 0.01 && *v <= 100.0))
+      r.fail(key, fmt::format("{} is outside [0.01, 100] (a factor on NCCL's constant; 1 = "
+                              "NCCL's own)", *v));
+    return *v;
+  };
+  n.latency_scale = scale("latency_scale");
+  n.channel_scale = scale("channel_scale");
+  if (const auto t = r.opt_time("nvls_chunk_overhead")) {
+    if (t->seconds() > 1e-3)
+      r.fail("nvls_chunk_overhead", fmt::format("{} per 128 KiB chunk is absurd (at most 1ms)",
+                                                format_time(*t)));
+    n.nvls_chunk_overhead_s = t->seconds();
+  }
   n.cpu_amd = r.opt_choice("cpu", {"intel", "amd"}).value_or("intel") == "amd";
   if (r.has("protocols")) {
     n.ll = n.ll128 = n.simple = false;

@@ -193,11 +193,11 @@ Bytes nccl_nvls_chunk(Algorithm algorithm, Bytes bytes, std::uint32_t channels,
   return Bytes(chunk);
 }
 
-double nvls_chunk_efficiency(Bytes chunk, BytesPerSecond channel_rate) {
+double nvls_chunk_efficiency(Bytes chunk, BytesPerSecond channel_rate, double overhead_us) {
   // k = overhead × plateau rate; the raw rate is the plateau's / its own efficiency, so
   // c0 = overhead × raw rate solves c0 = k·(cmax + c0)/cmax.
   const double cmax = kNcclNvlsChunkBytes;
-  const double k = kNvlsChunkOverheadUs * kUs * channel_rate.bytes_per_second();
+  const double k = overhead_us * kUs * channel_rate.bytes_per_second();
   if (!(k > 0.0) || k >= cmax) return 1.0;
   const double c0 = k * cmax / (cmax - k);
   const double c = chunk.bytes();
@@ -255,9 +255,13 @@ bool nccl_protocol_enabled(NcclProtocol protocol, LinkClass intra, const NcclOpt
   return options.allow_ll128 && intra == LinkClass::NvLink;
 }
 
-NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp op,
-                       std::uint32_t ranks, std::uint32_t nodes, LinkClass intra, Bytes bytes,
-                       BytesPerSecond bus_bandwidth, const NcclOptions& options) {
+namespace {
+
+// nccl_cost() with NCCL's latency table as it is (options.latency_scale not applied).
+NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, CollectiveOp op,
+                              std::uint32_t ranks, std::uint32_t nodes, LinkClass intra,
+                              Bytes bytes, BytesPerSecond bus_bandwidth,
+                              const NcclOptions& options) {
   check_input(algorithm, op, ranks, nodes, bus_bandwidth, bytes);
   if (intra == LinkClass::Net) throw std::invalid_argument("nccl_cost: intra class cannot be net");
   NcclStepCost c;
@@ -296,7 +300,8 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     if (options.nvls_channels > 0 && options.nvls_heads > 0)
       chunk_share = nvls_chunk_efficiency(
           nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
-          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels));
+          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels),
+          options.nvls_chunk_overhead_us);
     c.bandwidth_factor = options.nvls_factor() * chunk_share;
     c.bandwidth_factor_net = c.bandwidth_factor;
     c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
@@ -321,7 +326,8 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
     if (options.nvls_channels > 0 && options.nvls_heads > 0)
       chunk_share = nvls_chunk_efficiency(
           nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
-          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels));
+          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels),
+          options.nvls_chunk_overhead_us);
     c.bandwidth_factor = options.nvls_factor() * chunk_share;
     c.bandwidth_factor_net = 1.0;
     const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + c.inter_steps * kNvlsTreeNetHopLat;
@@ -422,7 +428,8 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
   if (options.run_channels > 0) {
     const double per_channel = nccl_channel_bus_bandwidth(algorithm, protocol, options.gpu, nodes,
                                                           bus, options.comm_channels);
-    c.channel_factor = std::min(1.0, options.run_channels * per_channel / proto_bus);
+    c.channel_factor =
+        std::min(1.0, options.run_channels * per_channel * options.channel_scale / proto_bus);
   }
   c.bandwidth_factor = proto_bus * correction * c.channel_factor / bus;
   c.bandwidth_factor_net = c.bandwidth_factor;
@@ -430,6 +437,21 @@ NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp 
       base + (c.steps - c.inter_steps) * intra_lat + static_cast<double>(c.inter_steps) * inter_lat;
   c.latency = Seconds(lat_us * kUs);
   c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * alg_bw)) * kUs);
+  return c;
+}
+
+}  // namespace
+
+NcclStepCost nccl_cost(Algorithm algorithm, NcclProtocol protocol, CollectiveOp op,
+                       std::uint32_t ranks, std::uint32_t nodes, LinkClass intra, Bytes bytes,
+                       BytesPerSecond bus_bandwidth, const NcclOptions& options) {
+  NcclStepCost c =
+      cost_from_tables(algorithm, protocol, op, ranks, nodes, intra, bytes, bus_bandwidth, options);
+  // The machine's latency against NCCL's table: what the collective is charged, not what
+  // NCCL predicts (c.latency, c.predicted stay NCCL's).
+  c.base = c.base * options.latency_scale;
+  c.per_step_intra = c.per_step_intra * options.latency_scale;
+  c.per_step_inter = c.per_step_inter * options.latency_scale;
   return c;
 }
 

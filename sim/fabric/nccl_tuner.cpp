@@ -10,6 +10,8 @@
 #include <span>
 #include <stdexcept>
 
+#include "gradsync/fabric_defaults.hpp"
+
 namespace gradsync {
 
 namespace {
@@ -75,7 +77,8 @@ NcclGraph search(GpuGeneration gpu, bool inter, double total_bw, double max_path
                  ChannelsAt channels_at, bool ring) {
   const std::span<const double> s = speeds(gpu, inter);
   std::size_t i = 0;
-  while (i + 1 < s.size() && (s[i] > max_path_bw || s[i] > total_bw)) ++i;
+  // (1e-9: 400 Gb/s x 0.96 is 47.99999... GB/s in binary, and NCCL's 48 must fit it.)
+  while (i + 1 < s.size() && (s[i] > max_path_bw + 1e-9 || s[i] > total_bw + 1e-9)) ++i;
   std::uint32_t best_ch = 0;
   double best_bw = 0.0;
   for (; i < s.size(); ++i) {
@@ -106,6 +109,15 @@ NcclGraph search(GpuGeneration gpu, bool inter, double total_bw, double max_path
   return NcclGraph{best_ch, best_bw, best_bw};
 }
 
+// A link's bandwidth as NCCL's topology detection sees it, GB/s: the hardware's line rate at
+// the fabric's usual payload share (fabric_defaults.hpp; NVLink 450 GB/s x 0.8 = 360, NCCL's
+// 18 links x 20 GB/s), not the link's own `efficiency:`, which is a measured property of the
+// machine that NCCL's search does not know (and which `gradsync calibrate` fits: a fitted
+// efficiency must not switch NCCL's graphs and algorithms).
+double nccl_link_bw(const Link& l) {
+  return l.bandwidth.bytes_per_second() * default_efficiency(l.fabric) / 1e9;
+}
+
 // The first rank's GPU links: NVLink (or PCIe/socket) total and fastest single path, GB/s.
 struct GpuLinks {
   double total = 0.0;
@@ -118,7 +130,7 @@ GpuLinks gpu_links(const Topology& topo, DeviceId gpu) {
   double pci = 0.0;
   for (LinkId id : topo.links_of(gpu)) {
     const Link& l = topo.link(id);
-    const double bw = l.effective_bandwidth().bytes_per_second() / 1e9;
+    const double bw = nccl_link_bw(l);
     if (l.fabric == Fabric::NvLink) nvlink_to[l.other(gpu)] += bw;
     else if (l.fabric == Fabric::Pcie || l.fabric == Fabric::Socket) pci = std::max(pci, bw);
   }
@@ -149,7 +161,7 @@ NodeNics node_nics(const Topology& topo, int node) {
     double bw = 0.0;
     for (LinkId id : topo.links_of(d)) {
       const Link& l = topo.link(id);
-      if (is_network_fabric(l.fabric)) bw += l.effective_bandwidth().bytes_per_second() / 1e9;
+      if (is_network_fabric(l.fabric)) bw += nccl_link_bw(l);
     }
     if (!(bw > 0.0)) continue;
     ++n.count;
@@ -306,7 +318,7 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     }
     const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
     std::size_t i = 0;
-    while (i + 1 < s.size() && (s[i] > max_path || s[i] * channels > total + 1e-9)) ++i;
+    while (i + 1 < s.size() && (s[i] > max_path + 1e-9 || s[i] * channels > total + 1e-9)) ++i;
     v.nvls = NcclGraph{channels, s[i], s[i]};
     v.nvls_channels = v.gpu == GpuGeneration::Blackwell
                           ? (v.nodes > 1 ? kNvlsChannelsBlackwell : kNvlsChannelsBlackwellOneNode)
@@ -337,6 +349,10 @@ NcclOptions nccl_options(const NcclTopologyView& view, Algorithm algorithm) {
   o.nvls_channels = view.nvls_channels;
   o.nvls_heads = view.nvls.channels;  // the NVLS graph has one channel per head
   o.comm_channels = view.comm_channels;
+  o.latency_scale = view.settings.latency_scale;
+  o.channel_scale = view.settings.channel_scale;
+  if (view.settings.nvls_chunk_overhead_s)
+    o.nvls_chunk_overhead_us = *view.settings.nvls_chunk_overhead_s * 1e6;
   return o;
 }
 
