@@ -80,6 +80,11 @@ inline constexpr double kNcclNvlsEfficiencyBlackwell = 0.74;
 // 850 → 940 (1.11×, 72 GPUs).
 [[nodiscard]] double nvls_bandwidth_factor(GpuGeneration gpu);
 
+// NCCL's log2i (floor(log2(n)), n >= 1) and a ring collective's steps (nsteps: AllReduce
+// 2(n-1), ReduceScatter/AllGather n-1, Broadcast/Reduce n), as tuning.cc uses them.
+[[nodiscard]] int nccl_log2i(std::uint64_t n);
+[[nodiscard]] std::uint32_t nccl_nsteps(CollectiveOp op, std::uint32_t ranks);
+
 // NVLS and NVLSTree move data per channel in chunks whose size NCCL lowers for smaller
 // messages (2.30.7 src/enqueue.cc calcCollChunking; src/transport/nvls.cc: chunk 128 KiB,
 // NVLSTree at most 64 KiB from 4 nodes). With c = channels × heads concurrent chunks:

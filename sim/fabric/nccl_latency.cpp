@@ -93,23 +93,7 @@ constexpr double kNvlsTreeNetHopLat = 20.9;
 int algo_row(Algorithm a) { return a == Algorithm::Tree ? kTree : kRing; }
 int proto_col(NcclProtocol p) { return static_cast<int>(p); }
 
-// NCCL's log2i: floor(log2(n)) for n ≥ 1.
-int log2i(std::uint64_t n) {
-  int l = 0;
-  while (n >>= 1) ++l;
-  return l;
-}
-
-std::uint32_t nccl_nsteps(CollectiveOp op, std::uint32_t ranks) {
-  switch (op) {
-    case CollectiveOp::AllReduce: return 2 * (ranks - 1);
-    case CollectiveOp::ReduceScatter:
-    case CollectiveOp::AllGather: return ranks - 1;
-    case CollectiveOp::Broadcast:
-    case CollectiveOp::Reduce: return ranks;
-  }
-  return ranks;
-}
+int log2i(std::uint64_t n) { return nccl_log2i(n); }
 
 void check_input(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks, std::uint32_t nodes,
                  BytesPerSecond bus_bandwidth, Bytes bytes) {
@@ -174,6 +158,23 @@ LinkClass route_link_class(const Topology& topology, const Route& route) {
     if (c == LinkClass::Pci) worst = c;
   }
   return worst;
+}
+
+int nccl_log2i(std::uint64_t n) {
+  int l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+
+std::uint32_t nccl_nsteps(CollectiveOp op, std::uint32_t ranks) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return 2 * (ranks - 1);
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllGather: return ranks - 1;
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return ranks;
+  }
+  return ranks;
 }
 
 Bytes nccl_nvls_chunk(Algorithm algorithm, Bytes bytes, std::uint32_t channels,
@@ -257,6 +258,16 @@ bool nccl_protocol_enabled(NcclProtocol protocol, LinkClass intra, const NcclOpt
 
 namespace {
 
+// The share of NVLS's plateau that this size's chunks reach (1 without a chunk model).
+double nvls_chunk_share(Algorithm algorithm, Bytes bytes, std::uint32_t nodes, double bus_GBps,
+                        const NcclOptions& options) {
+  if (options.nvls_channels == 0 || options.nvls_heads == 0) return 1.0;
+  return nvls_chunk_efficiency(
+      nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
+      BytesPerSecond(bus_GBps * 1e9 * options.nvls_factor() / options.nvls_channels),
+      options.nvls_chunk_overhead_us);
+}
+
 // nccl_cost() with NCCL's latency table as it is (options.latency_scale not applied).
 NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, CollectiveOp op,
                               std::uint32_t ranks, std::uint32_t nodes, LinkClass intra,
@@ -296,13 +307,8 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     c.steps = 2;
     c.inter_steps = 0;
     c.protocol_factor = 1.0;
-    double chunk_share = 1.0;
-    if (options.nvls_channels > 0 && options.nvls_heads > 0)
-      chunk_share = nvls_chunk_efficiency(
-          nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
-          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels),
-          options.nvls_chunk_overhead_us);
-    c.bandwidth_factor = options.nvls_factor() * chunk_share;
+    c.bandwidth_factor =
+        options.nvls_factor() * nvls_chunk_share(algorithm, bytes, nodes, bus, options);
     c.bandwidth_factor_net = c.bandwidth_factor;
     c.latency = Seconds((kNvlsBaseLat + kNvlsNvlinkHopLat) * kUs);
     const double alg_bw = bus * c.bandwidth_factor;
@@ -322,13 +328,8 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     c.inter_steps = 2 * levels;
     c.steps = 4 + c.inter_steps;
     c.protocol_factor = 1.0;
-    double chunk_share = 1.0;
-    if (options.nvls_channels > 0 && options.nvls_heads > 0)
-      chunk_share = nvls_chunk_efficiency(
-          nccl_nvls_chunk(algorithm, bytes, options.nvls_channels, options.nvls_heads, nodes),
-          BytesPerSecond(bus * 1e9 * options.nvls_factor() / options.nvls_channels),
-          options.nvls_chunk_overhead_us);
-    c.bandwidth_factor = options.nvls_factor() * chunk_share;
+    c.bandwidth_factor =
+        options.nvls_factor() * nvls_chunk_share(algorithm, bytes, nodes, bus, options);
     c.bandwidth_factor_net = 1.0;
     const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + c.inter_steps * kNvlsTreeNetHopLat;
     c.latency = Seconds(lat_us * kUs);

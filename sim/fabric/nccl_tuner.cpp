@@ -170,23 +170,6 @@ NodeNics node_nics(const Topology& topo, int node) {
   return n;
 }
 
-int log2i(std::uint64_t n) {
-  int l = 0;
-  while (n >>= 1) ++l;
-  return l;
-}
-
-std::uint32_t nsteps(CollectiveOp op, std::uint32_t ranks) {
-  switch (op) {
-    case CollectiveOp::AllReduce: return 2 * (ranks - 1);
-    case CollectiveOp::ReduceScatter:
-    case CollectiveOp::AllGather: return ranks - 1;
-    case CollectiveOp::Broadcast:
-    case CollectiveOp::Reduce: return ranks;
-  }
-  return ranks;
-}
-
 double traffic_per_byte(CollectiveOp op, std::uint32_t ranks) {
   switch (op) {
     case CollectiveOp::AllReduce: return 2.0;
@@ -212,9 +195,9 @@ NcclCandidate nvls_candidate(const NcclTopologyView& v, Algorithm a, CollectiveO
   double bw = std::min(intra_bw, inter_bw);
   if (a == Algorithm::NvlsTree) bw = std::min(bw, kPerChMaxNvlsTreeBw[gen][index2]);
   const double bus = ch * bw;
-  c.bandwidth_GBps = bus * v.ranks / nsteps(op, v.ranks);
+  c.bandwidth_GBps = bus * v.ranks / nccl_nsteps(op, v.ranks);
   c.latency_us = kNvlsNvlinkLat;
-  if (a == Algorithm::NvlsTree) c.latency_us += 2.0 * log2i(v.nodes) * kNvlsTreeNetLat;
+  if (a == Algorithm::NvlsTree) c.latency_us += 2.0 * nccl_log2i(v.nodes) * kNvlsTreeNetLat;
   c.predicted_us = c.latency_us + bytes / (1000.0 * c.bandwidth_GBps);
   return c;
 }
