@@ -122,6 +122,21 @@ TEST_CASE("nodes come from the distinct hosts, extra spaces and older rows witho
   CHECK(log.rows[0].busbw_GBps == doctest::Approx(94.23));
 }
 
+TEST_CASE("srun --label prefixes (\"0: \") are dropped; errors keep the real column") {
+  const std::string text =
+      "0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "0:      1048576        262144     float     sum      -1    123.2    8.51   15.95      0    121.3    8.64   16.21      0\n"
+      "12:     2097152        524288     float     sum      -1    147.2   14.24   26.70      0    147.1   14.25   26.72      0\n";
+  const NcclTestsLog log = parse_nccl_tests_log(text, "srun.log");
+  REQUIRE(log.rows.size() == 2);
+  CHECK(log.rows[0].bytes == doctest::Approx(1048576));
+  CHECK(log.rows[0].time_us == doctest::Approx(123.2));
+  CHECK(log.rows[1].busbw_GBps == doctest::Approx(26.70));
+  CHECK(error_of("0: #       size count type redop root time algbw busbw #wrong\n"
+                 "0:      1024    256 float  sum   -1 1x.0  0.10  0.18      0\n")
+            .rfind("run.log:2:37: error: '1x.0' is not a time", 0) == 0);
+}
+
 TEST_CASE("garbage is an error at its line and column") {
   const std::string head(kHeader);  // 15 lines
   CHECK(error_of(head + "       32768          8192     float     sum      -1    4x.83    0.75"
