@@ -174,8 +174,8 @@ class Calibrator {
   Calibrator(const Calibrator&) = delete;
   Calibrator& operator=(const Calibrator&) = delete;
 
-  // The template with `params` set: the link-group keys always, the nccl: keys when `all`
-  // (every candidate of the fit) or when fitted (the written file).
+  // The template with `params` set: every parameter of the stages run so far when `all` (a
+  // candidate of the fit), the fitted ones otherwise (the written file).
   [[nodiscard]] std::string text_for(const std::vector<Param>& params, bool all,
                                      bool comments) const {
     const std::string src = fs::path(o_.log).filename().string();
@@ -185,7 +185,9 @@ class Calibrator {
     std::vector<const Param*> appended;
     const bool nccl_block = has_nccl_block(base_);
     for (const Param& p : params) {
-      if (p.nccl && !(all ? p.stage <= stage_ : p.fitted)) continue;
+      // Candidates carry every parameter of the stages run so far; the written file only
+      // the fitted ones (a key left as it was keeps its own line and comment).
+      if (all ? (p.nccl && p.stage > stage_) : !p.fitted) continue;
       if (p.nccl && !nccl_block) {
         appended.push_back(&p);
         continue;
@@ -718,8 +720,9 @@ void run_calibrate(const CalibrateOptions& o) {
   if (write) {
     std::string changes;
     for (const Param& p : params)
-      if (!p.nccl || p.fitted)
+      if (p.fitted)
         changes += fmt::format("\n#   {} {} (was {})", p.label, p.shown(p.value), p.shown(p.initial));
+    if (changes.empty()) changes = "\n#   no parameter changed";
     std::string out = fmt::format(
         "# Calibrated by `gradsync calibrate {} --nccl-tests {}` ({} ranks on {} server{}, {} "
         "run{} averaged, --algo {}):{}\n#   sizes >= 1 MiB within {:.1f} %{}.\n",
