@@ -93,8 +93,6 @@ constexpr double kNvlsTreeNetHopLat = 20.9;
 int algo_row(Algorithm a) { return a == Algorithm::Tree ? kTree : kRing; }
 int proto_col(NcclProtocol p) { return static_cast<int>(p); }
 
-int log2i(std::uint64_t n) { return nccl_log2i(n); }
-
 void check_input(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks, std::uint32_t nodes,
                  BytesPerSecond bus_bandwidth, Bytes bytes) {
   if (ranks == 0) throw std::invalid_argument("nccl_cost: zero ranks");
@@ -321,7 +319,7 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     // NVLink legs get NVLS's bandwidth factor: the tree between servers is plain network sends,
     // whose efficiency the fabric's own default carries.
     const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s
-    const auto levels = static_cast<std::uint32_t>(log2i(nodes));
+    const auto levels = static_cast<std::uint32_t>(nccl_log2i(nodes));
     c.base = Seconds(kNvlsBaseLat * kUs);
     c.per_step_intra = Seconds(kNvlsNvlinkHopLat / 4.0 * kUs);
     c.per_step_inter = Seconds(kNvlsTreeNetHopLat * kUs);
@@ -370,10 +368,10 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
       proto_bus = cap(simple_bus * (nodes == 1 ? kLL128TreeShareOneNode : kLL128TreeShareMultiNode),
                       kPerChTreeLL128Bw[gen][index2]);
     const std::uint64_t units = static_cast<std::uint64_t>(bytes.bytes()) >> 6;
-    const int log_size = units == 0 ? 0 : log2i(units);
+    const int log_size = units == 0 ? 0 : nccl_log2i(units);
     if (log_size < 23) correction = kTreeCorrection[p][log_size];
     alg_bw = proto_bus * correction * 0.5;
-    c.inter_steps = 2 * static_cast<std::uint32_t>(log2i(nodes));
+    c.inter_steps = 2 * static_cast<std::uint32_t>(nccl_log2i(nodes));
     c.steps = 2 * (ppn - 1) + c.inter_steps;
   } else {
     if (protocol == NcclProtocol::LL) proto_bus = std::min(ll_max, bus * kRingLLShare);
