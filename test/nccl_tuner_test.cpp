@@ -78,7 +78,7 @@ NcclTopologyView view_of(const Topology& t, int gpus_per_node, std::optional<Alg
   return nccl_topology_view(t, t.gpus(), static_cast<std::uint32_t>(gpus_per_node), nvls);
 }
 
-// One H100 server as NCCL sees it: 18 NVLinks of 20 GB/s (NCCL's SM90 NVLink bandwidth) = 360.
+// One H100 server with NCCL's search at 360 GB/s (its 18 x 20.6 = 370.8 gives the same 12 x 30).
 NcclTopologyView h100_server(std::uint32_t ranks = 8) {
   NcclTopologyView v;
   v.gpu = GpuGeneration::Hopper;
@@ -129,16 +129,17 @@ TEST_CASE("two 8 x H100 servers, 8 NICs of 400 Gb/s: NCCL's graphs and channels"
   CHECK(v.nodes == 2);
   CHECK(v.ranks == 16);
   CHECK(v.intra == LinkClass::NvLink);
-  // NCCL's view of a link is its line rate at the fabric's usual payload share, not the
-  // link's own efficiency (1 here): a NIC is 50 GB/s x 0.96 (InfiniBand) = 48 GB/s, NVLink
-  // 450 x 0.8 = 360. Ring: 48 GB/s fits a NIC but 8 channels x 48 exceed the GPU's 360 GB/s
-  // (7 x 48 = 336); 8 x 45 = 360 fills it. No duplication (Hopper, < 50 GB/s, > 4 channels).
+  // NCCL's view comes from the hardware, not the links' own efficiency (1 here): a NIC is
+  // 50 GB/s x 0.96 (InfiniBand's default share) = 48 GB/s, the GPU's NVLink 18 x 20.6 = 370.8
+  // GB/s (topo.h SM90_NVLINK_BW). Ring:
+  // 48 GB/s fits a NIC but 8 channels x 48 exceed 370.8 (7 x 48 = 336); 8 x 45 = 360 is the
+  // most. No duplication (Hopper, < 50 GB/s, > 4 channels).
   CHECK(v.ring.channels == 8);
   CHECK(v.ring.bw_inter == doctest::Approx(45.0));
   // comm channels: 2 x 8 = 16, not doubled again (only below 16).
   CHECK(v.comm_channels == 16);
   // Tree: the ring's channels, intra speed raised to the fastest <= 2 x 45 the links allow
-  // (360 x 8/7 over 8 channels -> 51 per channel at most; the SM90 inter array's top is 48).
+  // (370.8 x 8/7 over 8 channels -> 53 per channel at most; the SM90 inter array's top is 48).
   CHECK(v.tree.channels == 8);
   CHECK(v.tree.bw_intra >= v.ring.bw_inter);
   CHECK(v.tree.bw_intra <= 2.0 * v.ring.bw_inter);

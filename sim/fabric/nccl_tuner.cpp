@@ -109,13 +109,27 @@ NcclGraph search(GpuGeneration gpu, bool inter, double total_bw, double max_path
   return NcclGraph{best_ch, best_bw, best_bw};
 }
 
-// A link's bandwidth as NCCL's topology detection sees it, GB/s: the hardware's line rate at
-// the fabric's usual payload share (fabric_defaults.hpp; NVLink 450 GB/s x 0.8 = 360, NCCL's
-// 18 links x 20 GB/s), not the link's own `efficiency:`, which is a measured property of the
-// machine that NCCL's search does not know (and which `gradsync calibrate` fits: a fitted
-// efficiency must not switch NCCL's graphs and algorithms).
-double nccl_link_bw(const Link& l) {
-  return l.bandwidth.bytes_per_second() * default_efficiency(l.fabric) / 1e9;
+// A link's bandwidth as NCCL's topology detection sees it, GB/s — from the hardware, not the
+// link's own `efficiency:` (a measured property NCCL's search does not know, and what
+// `gradsync calibrate` fits: a fitted efficiency must not switch NCCL's graphs):
+//   NVLink: NCCL's per-link bandwidth per generation (src/graph/topo.h SM70/SM80_NVLINK_BW 20,
+//     SM90 20.6, SM100 40.1 GB/s) over the link's per-direction rate (25 GB/s per NVLink
+//     2/3/4 link, 50 per NVLink 5 link): 450 GB/s on an H100 -> 18 x 20.6 = 370.8;
+//   PCIe, CPU and network links: the fabric's default payload share (fabric_defaults.hpp).
+//     NCCL reads a NIC's port speed, so its view of a 400 Gb/s NIC is 50 GB/s, not 48; at the
+//     line rate the tuner moves the 4-server 100 GbE TCP cluster (GTC-100GbE-TCP) to an
+//     NVLSTree that simulates at 0.61 of the measured busbw, so the default share stays until
+//     NVLSTree over TCP is modelled (sim/fabric/README.md).
+double nccl_link_bw(const Link& l, GpuGeneration gpu) {
+  const double line = l.bandwidth.bytes_per_second() / 1e9;
+  if (l.fabric != Fabric::NvLink) return line * default_efficiency(l.fabric);
+  switch (gpu) {
+    case GpuGeneration::Volta:
+    case GpuGeneration::Ampere: return line * 20.0 / 25.0;
+    case GpuGeneration::Hopper: return line * 20.6 / 25.0;
+    case GpuGeneration::Blackwell: return line * 40.1 / 50.0;
+  }
+  return line;
 }
 
 // The first rank's GPU links: NVLink (or PCIe/socket) total and fastest single path, GB/s.
@@ -125,12 +139,12 @@ struct GpuLinks {
   bool nvlink = false;
 };
 
-GpuLinks gpu_links(const Topology& topo, DeviceId gpu) {
+GpuLinks gpu_links(const Topology& topo, DeviceId gpu, GpuGeneration generation) {
   std::map<DeviceId, double> nvlink_to;
   double pci = 0.0;
   for (LinkId id : topo.links_of(gpu)) {
     const Link& l = topo.link(id);
-    const double bw = nccl_link_bw(l);
+    const double bw = nccl_link_bw(l, generation);
     if (l.fabric == Fabric::NvLink) nvlink_to[l.other(gpu)] += bw;
     else if (l.fabric == Fabric::Pcie || l.fabric == Fabric::Socket) pci = std::max(pci, bw);
   }
@@ -161,7 +175,7 @@ NodeNics node_nics(const Topology& topo, int node) {
     double bw = 0.0;
     for (LinkId id : topo.links_of(d)) {
       const Link& l = topo.link(id);
-      if (is_network_fabric(l.fabric)) bw += nccl_link_bw(l);
+      if (is_network_fabric(l.fabric)) bw += nccl_link_bw(l, GpuGeneration::Hopper);  // (any)
     }
     if (!(bw > 0.0)) continue;
     ++n.count;
@@ -238,7 +252,7 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.nvls_efficiency = topology.nvls_efficiency();
   v.settings = topology.nccl();
   v.cpu = v.settings.cpu_amd ? CpuVendor::Amd : CpuVendor::Intel;
-  const GpuLinks g = gpu_links(topology, rank_devices.front());
+  const GpuLinks g = gpu_links(topology, rank_devices.front(), v.gpu);
   v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
   v.ll128 = v.intra == LinkClass::NvLink;
   const std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
