@@ -915,8 +915,36 @@ TEST_CASE("ring plans with per-channel orders are correct and move the same byte
   }
   RingOptions bad{2, 1, {{0, 1, 2, 3}, {0, 1, 1, 3}}};
   CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, bad), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_ring_broadcast(4, 0, 1_MiB, bad), std::invalid_argument);
   RingOptions wrong_count{2, 1, {{0, 1, 2, 3}}};
   CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, wrong_count), std::invalid_argument);
+}
+
+TEST_CASE("broadcast and reduce chains follow the channels' ring orders across servers") {
+  // 4 servers x 8 ranks, 8 channels: each channel's chain crosses the servers on its own rail
+  // (NCCL's broadcast runs on the rings), so the 8 channels leave server 0 from 8 different
+  // ranks (but where the chain's missing hop is that crossing). Without the orders every
+  // chain would cross from rank 7, i.e. one NIC.
+  const std::uint32_t ppn = 8, n = 32, channels = 8;
+  for (const std::uint32_t root : {0U, 13U}) {
+    CAPTURE(root);
+    RingOptions options{channels, 4, rail_ring_orders(n, ppn, channels)};
+    for (const Plan& plan : {plan_ring_broadcast(n, root, 1_MiB, options),
+                             plan_ring_reduce(n, root, 1_MiB, options)}) {
+      REQUIRE_PLAN_OK(plan);
+      std::set<std::uint32_t> senders;  // ranks that send from server 0 to another server
+      for (const Transfer& t : plan.transfers)
+        if (t.src / ppn == 0 && t.dst / ppn != 0) senders.insert(t.src);
+      // (A chain has no hop into its root (broadcast) or out of it (reduce): where that hop is
+      // the channel's crossing out of server 0, that channel does not cross there.)
+      CHECK(senders.size() >= channels - 1);
+      // Every rank but the root still receives (broadcast) or sends (reduce) S once.
+      const auto moved = plan.op == CollectiveOp::Broadcast ? plan.bytes_received_per_rank()
+                                                            : plan.bytes_sent_per_rank();
+      for (std::uint32_t r = 0; r < n; ++r)
+        CHECK(moved[r].bytes() == doctest::Approx(r == root ? 0.0 : 1048576.0));
+    }
+  }
 }
 
 // ---- NVLS (NVLink SHARP) ----------------------------------------------------------------------

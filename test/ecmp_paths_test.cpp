@@ -143,3 +143,111 @@ TEST_CASE("routing defaults: adaptive on InfiniBand, static (ECMP) on RoCE and E
   CHECK(routing_from_string("adaptive") == Routing::Adaptive);
   CHECK(!routing_from_string("ecmp"));
 }
+
+namespace {
+
+// Two servers of 8 GPUs on one switch with `nics` NICs each (nics = 16: two behind every GPU's
+// PCIe switch, as AWS p5en's 16 x 200G for 8 H100s).
+Topology multi_nic(int nics, Fabric fabric = Fabric::Roce) {
+  ClusterSpec spec;
+  spec.name = "multi-nic";
+  spec.nodes = 2;
+  spec.node.gpus = 8;
+  spec.node.intra = LinkGroupSpec{Fabric::NvLink, BytesPerSecond(450e9), 300_ns, 1.0, {}};
+  spec.node.nics = nics;
+  spec.node.nic_bandwidth = BytesPerSecond(25e9);
+  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(64e9), 500_ns, 1.0, {}};
+  NetworkSpec net;
+  net.fabric = fabric;
+  net.link_latency = 600_ns;
+  spec.network = net;
+  return expand_cluster(spec);
+}
+
+// Share of the connection's bytes leaving `from` over the link to `to`.
+double share_between(const Topology& t, const PathSpread& s, DeviceId from, DeviceId to) {
+  double total = 0.0;
+  for (const LinkShare& l : s.link_shares)
+    if (l.from == from && t.link(l.link).other(from) == to) total += l.share;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("rail NICs: the NICs nearest a GPU inside its server") {
+  const Topology p5en = multi_nic(16);
+  const auto rails = rail_nics(p5en, *p5en.find_device("n1.gpu3"));
+  REQUIRE(rails.size() == 2);
+  CHECK(p5en.device(rails[0].nic).name == "n1.nic6");
+  CHECK(p5en.device(rails[1].nic).name == "n1.nic7");
+  CHECK(rails[0].path.devices.size() == 3);  // gpu -> PCIe switch -> NIC
+  CHECK(p5en.device(rails[0].path.devices[1]).kind == DeviceKind::PcieSwitch);
+  // One NIC per GPU: its own; one NIC per two GPUs: the shared one.
+  CHECK(rail_nics(multi_nic(8), *multi_nic(8).find_device("n0.gpu5")).size() == 1);
+  const Topology shared = multi_nic(4);
+  const auto one = rail_nics(shared, *shared.find_device("n0.gpu5"));
+  REQUIRE(one.size() == 1);
+  CHECK(shared.device(one[0].nic).name == "n0.nic2");
+  // A PCIe server whose NICs hang off the CPU: every NIC of the socket.
+  ClusterSpec pcie;
+  pcie.name = "pcie-2nic";
+  pcie.nodes = 2;
+  pcie.node.gpus = 4;
+  pcie.node.intra = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(32e9), 500_ns, 1.0, {}};
+  pcie.node.intra_shape = IntraShape::RootComplex;
+  pcie.node.nics = 2;
+  pcie.node.nic_bandwidth = BytesPerSecond(1.25e9);
+  pcie.node.pcie = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(8e9), 500_ns, 1.0, {}};
+  NetworkSpec net;
+  net.fabric = Fabric::Ethernet;
+  pcie.network = net;
+  const Topology p = expand_cluster(pcie);
+  CHECK(rail_nics(p, *p.find_device("n0.gpu2")).size() == 2);
+}
+
+TEST_CASE("several NICs per GPU: a connection across servers is split evenly over its rails") {
+  for (Routing routing : {Routing::Static, Routing::Adaptive}) {
+    CAPTURE(to_string(routing));
+    const Topology t = multi_nic(16);
+    const Router router(t);
+    const DeviceId src = *t.find_device("n0.gpu3");
+    const DeviceId dst = *t.find_device("n1.gpu3");
+    const PathSpread s = spread_paths(t, router, src, dst, routing, 1, 4242);
+    const DeviceId psw = *t.find_device("n0.pcie3");
+    // Half of the bytes through each of the GPU's two NICs, none through another GPU's.
+    CHECK(share_between(t, s, psw, *t.find_device("n0.nic6")) == doctest::Approx(0.5));
+    CHECK(share_between(t, s, psw, *t.find_device("n0.nic7")) == doctest::Approx(0.5));
+    // NIC index r on both sides (rail r -> rail r).
+    const DeviceId sw = *t.find_device("switch");
+    CHECK(share_between(t, s, sw, *t.find_device("n1.nic6")) == doctest::Approx(0.5));
+    CHECK(share_between(t, s, sw, *t.find_device("n1.nic7")) == doctest::Approx(0.5));
+    double leaving_gpu = 0.0;
+    for (const LinkShare& l : s.link_shares)
+      if (l.from == src) leaving_gpu += l.share;
+    CHECK(leaving_gpu == doctest::Approx(1.0));
+    if (routing == Routing::Static) {
+      CHECK(s.qp_routes.size() == 2);
+      CHECK(s.stages.empty());
+    } else {
+      REQUIRE(s.stages.size() == 6);  // gpu, psw, {nic6 | nic7}, switch, {nic6 | nic7}, psw, gpu
+      CHECK(s.stages[1].size() == 2);
+      CHECK(s.stages[3].size() == 2);
+    }
+    // With QPs (static): one sub-route per rail and QP.
+    if (routing == Routing::Static)
+      CHECK(spread_paths(t, router, src, dst, routing, 4, 4242).qp_routes.size() == 8);
+  }
+  // Inside a server, or with one NIC per GPU, nothing changes.
+  const Topology t = multi_nic(16);
+  const Router router(t);
+  CHECK(spread_paths(t, router, *t.find_device("n0.gpu0"), *t.find_device("n0.gpu1"),
+                     Routing::Static, 1, 1)
+            .qp_routes.size() == 1);
+  const Topology one = multi_nic(8);
+  const Router r1(one);
+  const DeviceId a = *one.find_device("n0.gpu2");
+  const DeviceId b = *one.find_device("n1.gpu2");
+  const PathSpread s1 = spread_paths(one, r1, a, b, Routing::Static, 1, 77);
+  REQUIRE(s1.qp_routes.size() == 1);
+  CHECK(s1.qp_routes[0].links == r1.route(a, b, 77).links);
+}

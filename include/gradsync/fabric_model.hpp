@@ -50,11 +50,31 @@ struct PathSpread {
 // Spreads the connection src -> dst. Static: QP q hashes with flow_hash (q = 0) or a mix of
 // flow_hash and q; every device with several equal-cost next hops picks one (Router::route).
 // Adaptive: at every network switch with several next hops the flow splits evenly (ideal
-// per-packet spreading); other devices (a server's PCIe switch choosing a NIC) still hash.
+// per-packet spreading); other devices (a CPU choosing between sockets' paths) still hash.
 // `qps` > 1 applies to routes that cross a network link (InfiniBand, RoCE, Ethernet) only.
+// Across servers, when either GPU has several rail NICs (rail_nics()), the connection is split
+// evenly over max(k_src, k_dst) rails, rail r leaving through the source's rail NIC r mod k_src
+// and arriving through the destination's r mod k_dst, each rail with its `qps` (static: one
+// sub-route per rail and QP in qp_routes; adaptive: the rails' hops merged stage by stage when
+// their lengths agree, else one static sub-route per rail). With one rail NIC on both sides the
+// route is the Router's, as before.
 [[nodiscard]] PathSpread spread_paths(const Topology& topology, const Router& router,
                                       DeviceId src, DeviceId dst, Routing routing,
                                       std::uint32_t qps, std::uint64_t flow_hash);
+
+// NIC rails (NCCL's channel-to-NIC binding). A GPU's rail NICs are the NICs of its own server
+// that are fewest hops from it (through PCIe switches and CPUs, never through another GPU), in
+// device order, each with the path to it: one for a GPU with its own NIC, k when k NICs sit
+// behind its PCIe switch (AWS p5en: 2 x 200G per H100, p5: 4 x 100G), every NIC of the socket
+// on a PCIe server whose NICs hang off the CPU. NCCL's graph search gives each channel one NIC
+// near the GPU and spreads the channels over them (src/graph/search.cc, NCCL_CROSS_NIC=2: the
+// same NIC index on both sides where it can); aws-ofi-nccl stripes each message over a GPU's
+// NICs (its multi-rail protocol). Empty when the GPU has no server (node < 0) or no NIC there.
+struct RailNic {
+  DeviceId nic = 0;
+  Route path;  // gpu ... nic, inside the server
+};
+[[nodiscard]] std::vector<RailNic> rail_nics(const Topology& topology, DeviceId gpu);
 
 // True when the route crosses a network-fabric link.
 [[nodiscard]] bool crosses_network(const Topology& topology, const Route& route);

@@ -1,11 +1,13 @@
 // Broadcast and Reduce from a root as a pipelined chain along the ring (NCCL runs both with
 // its Ring algorithm): Broadcast copies root → root+1 → … → root-1, Reduce sums
-// root+1 → root+2 → … → root-1 → root. `channels` chains each carry 1/channels of the data in
+// root+1 → root+2 → … → root-1 → root, each channel along its ring order when given (across
+// servers, NCCL's rings: rail_ring_orders()). `channels` chains each carry 1/channels of the data in
 // `pipeline` chunks; chunk k moves on as soon as it arrived, behind chunk k-1 on each link.
 // Chunk = channel·P + q. Every rank but the last of the chain sends S once; every rank but the
 // first receives S once.
 // Time: (n-1 + P-1)·(α + S/(C·P·B)) per channel; bus factor 1 (nccl-tests).
 #include <cstdint>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -38,9 +40,27 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
   plan.channels = options.channels;
   plan.transfers.reserve(chunks * (ranks - 1));
 
-  // Position p of the chain sends to position p+1: Broadcast starts at the root, Reduce ends
-  // there.
-  const std::uint32_t first = op == CollectiveOp::Broadcast ? root : (root + 1) % ranks;
+  // Channel ch's chain follows its ring order (options.orders[ch], else 0, 1, …, n-1): position
+  // p of the chain sends to position p+1; Broadcast starts at the root, Reduce ends there.
+  const bool ordered = !options.orders.empty();
+  detail::require(!ordered || options.orders.size() == options.channels, planner,
+                  "one ring order per channel");
+  std::vector<std::uint32_t> first(options.channels, 0);  // per channel: position of the chain's head
+  for (std::uint32_t ch = 0; ch < options.channels; ++ch) {
+    std::uint32_t root_pos = root;
+    if (ordered) {
+      const auto& order = options.orders[ch];
+      detail::require(order.size() == ranks, planner, "a ring order must visit every rank");
+      root_pos = ranks;
+      for (std::uint32_t i = 0; i < ranks; ++i)
+        if (order[i] == root) root_pos = i;
+      detail::require(root_pos < ranks, planner, "a ring order misses the root");
+    }
+    first[ch] = op == CollectiveOp::Broadcast ? root_pos : (root_pos + 1) % ranks;
+  }
+  const auto rank_at = [&](std::uint32_t ch, std::uint32_t pos) {
+    return ordered ? options.orders[ch][pos % ranks] : pos % ranks;
+  };
   const TransferKind kind =
       op == CollectiveOp::Broadcast ? TransferKind::Copy : TransferKind::Reduce;
   const std::uint32_t hops = ranks - 1;
@@ -54,8 +74,8 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
       for (std::uint32_t p = 0; p < hops; ++p) {
         const TransferId data = p == 0 ? kNoTransfer : first_id[chunk] + p - 1;
         const TransferId link = previous == kNoTransfer ? kNoTransfer : first_id[previous] + p;
-        plan.add((first + p) % ranks, (first + p + 1) % ranks, chunk, kind, {data, link},
-                 static_cast<std::uint8_t>(ch));
+        plan.add(rank_at(ch, first[ch] + p), rank_at(ch, first[ch] + p + 1), chunk, kind,
+                 {data, link}, static_cast<std::uint8_t>(ch));
       }
     }
   }

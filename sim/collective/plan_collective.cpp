@@ -47,14 +47,22 @@ Plan plan_collective(const CollectiveRequest& r) {
     if (r.pipeline > 0) return r.pipeline;
     return static_cast<std::uint32_t>(std::clamp(per_tree_bytes / 1048576.0, 1.0, 256.0));
   };
+  // Broadcast / Reduce chains: NCCL moves each channel's data one step at a time
+  // (BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1, src/include/collectives.h): Simple's step is
+  // 512 KiB (a 4 MiB buffer over NCCL_STEPS = 8), LL's 32 KiB of data. Chunks of 32 KiB per
+  // channel, at most 256 (512 KiB each from 128 MiB per channel up), so that a chain across a
+  // few dozen ranks pipelines as NCCL's does instead of forwarding whole MiB blocks hop by hop.
+  const auto chain_pipeline = [&]() -> std::uint32_t {
+    if (r.pipeline > 0) return r.pipeline;
+    const double per_channel = r.bytes.bytes() / std::max<std::uint32_t>(r.channels, 1);
+    return static_cast<std::uint32_t>(std::clamp(std::ceil(per_channel / 32768.0), 1.0, 256.0));
+  };
   switch (r.algorithm) {
     case Algorithm::Ring: {
       RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}};
       // Several channels over several nodes: spread the node crossings over the NICs (rails).
       if (r.channels > 1 && r.ranks_per_node > 1 && r.ranks > r.ranks_per_node &&
-          r.ranks % r.ranks_per_node == 0 &&
-          (r.op == CollectiveOp::AllReduce || r.op == CollectiveOp::ReduceScatter ||
-           r.op == CollectiveOp::AllGather))
+          r.ranks % r.ranks_per_node == 0)
         ring.orders = rail_ring_orders(r.ranks, r.ranks_per_node, r.channels);
       switch (r.op) {
         case CollectiveOp::AllReduce: return plan_ring_allreduce(r.ranks, r.bytes, ring);
@@ -62,12 +70,12 @@ Plan plan_collective(const CollectiveRequest& r) {
         case CollectiveOp::AllGather: return plan_ring_allgather(r.ranks, r.bytes, ring);
         case CollectiveOp::Broadcast: {
           RingOptions chain = ring;
-          chain.pipeline = auto_pipeline(r.bytes.bytes());
+          chain.pipeline = chain_pipeline();
           return plan_ring_broadcast(r.ranks, r.root, r.bytes, chain);
         }
         case CollectiveOp::Reduce: {
           RingOptions chain = ring;
-          chain.pipeline = auto_pipeline(r.bytes.bytes());
+          chain.pipeline = chain_pipeline();
           return plan_ring_reduce(r.ranks, r.root, r.bytes, chain);
         }
       }

@@ -61,11 +61,144 @@ bool crosses_network(const Topology& topology, const Route& route) {
                      [&](LinkId id) { return is_network_fabric(topology.link(id).fabric); });
 }
 
+std::vector<RailNic> rail_nics(const Topology& topology, DeviceId gpu) {
+  const int node = topology.device(gpu).node;
+  if (node < 0) return {};
+  // Breadth-first inside the server: the first depth that reaches a NIC holds the rail NICs.
+  std::map<DeviceId, std::pair<LinkId, DeviceId>> parent;  // device -> (link in, previous)
+  std::vector<DeviceId> frontier{gpu};
+  parent.emplace(gpu, std::pair<LinkId, DeviceId>{0, gpu});
+  while (!frontier.empty()) {
+    std::vector<DeviceId> next, found;
+    for (DeviceId u : frontier)
+      for (LinkId id : topology.links_of(u)) {
+        const DeviceId v = topology.link(id).other(u);
+        const Device& d = topology.device(v);
+        if (d.node != node || d.kind == DeviceKind::Gpu || d.kind == DeviceKind::Switch ||
+            !parent.emplace(v, std::pair{id, u}).second)
+          continue;
+        (d.kind == DeviceKind::Nic ? found : next).push_back(v);
+      }
+    if (!found.empty()) {
+      std::sort(found.begin(), found.end());
+      std::vector<RailNic> out;
+      for (DeviceId nic : found) {
+        RailNic rail{nic, {}};
+        for (DeviceId v = nic; v != gpu; v = parent.at(v).second) {
+          rail.path.devices.push_back(v);
+          rail.path.links.push_back(parent.at(v).first);
+        }
+        rail.path.devices.push_back(gpu);
+        std::reverse(rail.path.devices.begin(), rail.path.devices.end());
+        std::reverse(rail.path.links.begin(), rail.path.links.end());
+        out.push_back(std::move(rail));
+      }
+      return out;
+    }
+    frontier = std::move(next);
+  }
+  return {};
+}
+
+namespace {
+
+// head (a ... b) + mid (b ... c) + tail (c ... d).
+Route joined(const Route& head, const Route& mid, const Route& tail) {
+  Route r = head;
+  for (const Route* part : {&mid, &tail}) {
+    r.devices.insert(r.devices.end(), part->devices.begin() + 1, part->devices.end());
+    r.links.insert(r.links.end(), part->links.begin(), part->links.end());
+  }
+  return r;
+}
+
+Route reversed(Route r) {
+  std::reverse(r.devices.begin(), r.devices.end());
+  std::reverse(r.links.begin(), r.links.end());
+  return r;
+}
+
+// The hops of a fixed path as adaptive stages of one link each.
+void append_path_stages(const Route& path, std::vector<std::vector<LinkShare>>& stages) {
+  for (std::size_t i = 0; i < path.links.size(); ++i)
+    stages.push_back({LinkShare{path.links[i], path.devices[i], 1.0}});
+}
+
+PathSpread spread_one(const Topology& topology, const Router& router, DeviceId src, DeviceId dst,
+                      Routing routing, std::uint32_t qps, std::uint64_t flow_hash,
+                      Route first);
+
+// A connection across servers split over NIC rails (spread_paths()).
+PathSpread spread_rails(const Topology& topology, const Router& router,
+                        const std::vector<RailNic>& from, const std::vector<RailNic>& to,
+                        Routing routing, std::uint32_t qps, std::uint64_t flow_hash) {
+  const std::size_t rails = std::max(from.size(), to.size());
+  std::vector<std::vector<Route>> routes(rails);              // per rail: its sub-routes
+  std::vector<std::vector<std::vector<LinkShare>>> stages(rails);  // per rail (adaptive)
+  bool aligned = routing == Routing::Adaptive;
+  for (std::size_t r = 0; r < rails; ++r) {
+    const RailNic& a = from[r % from.size()];
+    const RailNic& b = to[r % to.size()];
+    const std::uint64_t hash = r == 0 ? flow_hash : mix(flow_hash ^ mix(0x7261696cULL + r));
+    const PathSpread mid = spread_one(topology, router, a.nic, b.nic, routing, qps, hash,
+                                      router.route(a.nic, b.nic, hash));
+    const Route tail = reversed(b.path);
+    for (const Route& m : mid.qp_routes) routes[r].push_back(joined(a.path, m, tail));
+    if (routing == Routing::Adaptive) {
+      append_path_stages(a.path, stages[r]);
+      stages[r].insert(stages[r].end(), mid.stages.begin(), mid.stages.end());
+      append_path_stages(tail, stages[r]);
+      aligned = aligned && stages[r].size() == stages[0].size();
+    }
+  }
+  PathSpread out;
+  if (aligned) {
+    // One representative path; per hop, every rail's links at a share of 1 / rails.
+    out.qp_routes.push_back(routes[0][0]);
+    out.stages.resize(stages[0].size());
+    for (std::size_t r = 0; r < rails; ++r)
+      for (std::size_t h = 0; h < stages[r].size(); ++h)
+        for (const LinkShare& s : stages[r][h])
+          add_share(out.stages[h], s.link, s.from, s.share / static_cast<double>(rails));
+    for (const auto& stage : out.stages)
+      for (const LinkShare& s : stage) add_share(out.link_shares, s.link, s.from, s.share);
+    return out;
+  }
+  // Static, or adaptive rails of different lengths: every sub-route carries an equal part.
+  for (auto& rail : routes)
+    for (Route& route : rail) out.qp_routes.push_back(std::move(route));
+  const double part = 1.0 / static_cast<double>(out.qp_routes.size());
+  for (const Route& route : out.qp_routes)
+    for (std::size_t i = 0; i < route.links.size(); ++i)
+      add_share(out.link_shares, route.links[i], route.devices[i], part);
+  return out;
+}
+
+}  // namespace
+
 PathSpread spread_paths(const Topology& topology, const Router& router, DeviceId src,
                         DeviceId dst, Routing routing, std::uint32_t qps,
                         std::uint64_t flow_hash) {
+  Route first = router.route(src, dst, flow_hash);
+  const Device& a = topology.device(src);
+  const Device& b = topology.device(dst);
+  if (a.kind == DeviceKind::Gpu && b.kind == DeviceKind::Gpu && a.node != b.node &&
+      crosses_network(topology, first)) {
+    const std::vector<RailNic> from = rail_nics(topology, src);
+    const std::vector<RailNic> to = rail_nics(topology, dst);
+    if (!from.empty() && !to.empty() && (from.size() > 1 || to.size() > 1))
+      return spread_rails(topology, router, from, to, routing, qps, flow_hash);
+  }
+  return spread_one(topology, router, src, dst, routing, qps, flow_hash, std::move(first));
+}
+
+namespace {
+
+PathSpread spread_one(const Topology& topology, const Router& router, DeviceId src, DeviceId dst,
+                      Routing routing, std::uint32_t qps, std::uint64_t flow_hash,
+                      Route first_route) {
   PathSpread out;
-  out.qp_routes.push_back(router.route(src, dst, flow_hash));
+  out.qp_routes.push_back(std::move(first_route));
   const Route& first = out.qp_routes.front();
 
   if (routing == Routing::Static) {
@@ -114,5 +247,7 @@ PathSpread spread_paths(const Topology& topology, const Router& router, DeviceId
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace gradsync
