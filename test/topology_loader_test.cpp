@@ -426,6 +426,12 @@ node:
         std::pair{GpuGeneration::Ampere, false});
   CHECK(generation_of("gpu: rtx4090\n" + with_rate("450GB/s")).first == GpuGeneration::Ampere);
   CHECK(generation_of("gpu: gb200\n" + with_rate("450GB/s")).first == GpuGeneration::Blackwell);
+  // NCCL's compute-capability rows: Turing (7.5) in the sm_7x row, H20 Hopper, sm_12x Blackwell.
+  CHECK(generation_of("gpu: rtx2080ti\n" + with_rate("450GB/s")).first == GpuGeneration::Volta);
+  CHECK(generation_of("gpu: turing\n" + with_rate("450GB/s")).first == GpuGeneration::Volta);
+  CHECK(generation_of("gpu: h20\n" + with_rate("300GB/s")).first == GpuGeneration::Hopper);
+  CHECK(generation_of("gpu: rtx5090\n" + with_rate("300GB/s")).first == GpuGeneration::Blackwell);
+  CHECK(generation_of("gpu: gb10\n" + with_rate("300GB/s")).first == GpuGeneration::Blackwell);
   CHECK(generation_of(R"(gpu: v100
 devices:
   - {name: "gpu[0-1]", kind: gpu}
@@ -465,4 +471,27 @@ links:
   - {between: ["gpu[0-1]", nvs], fabric: nvlink, bandwidth: 450GB/s, latency: 300ns}
 )", "explicit.yaml");
   CHECK(expl.topology.nvls_efficiency() == doctest::Approx(0.65));
+}
+
+TEST_CASE("template: a rack-scale node with more than 64 NICs (GB200 NVL72: 72)") {
+  const std::string rack = R"(nodes: 2
+node:
+  gpus: 72
+  intra: {fabric: nvlink, switch: true, bandwidth: 900GB/s, latency: 300ns}
+  nics: NICS
+  nic_bandwidth: 400Gbps
+  pcie: {bandwidth: 64GB/s, latency: 500ns}
+network: {fabric: infiniband, shape: rail-optimized, link_latency: 600ns, switch_latency: 200ns}
+)";
+  auto with = [&](const char* nics) {
+    std::string text = rack;
+    text.replace(text.find("NICS"), 4, nics);
+    return text;
+  };
+  const TopologyFile f = load_topology_text(with("72"), "nvl72.yaml");
+  std::size_t nics = 0;
+  for (const Device& d : f.topology.devices()) nics += d.kind == DeviceKind::Nic ? 1 : 0;
+  CHECK(nics == 144);
+  CHECK_THROWS_WITH_AS(load_topology_text(with("1025"), "nvl72.yaml"),
+                       doctest::Contains("nics"), ConfigError);
 }

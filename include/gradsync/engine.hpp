@@ -54,7 +54,7 @@ struct PlacementOptions {
 // The NVSwitch that plays the extra rank of an NVLS plan (plan_nvls_allreduce) over these GPUs:
 // the NVSwitch device directly linked to every one of them. Throws ConfigError when there is
 // none (no NVSwitch, e.g. PCIe or direct NVLink meshes) or when the GPUs span several NVLink
-// domains (several servers: multi-node NVLSTree is not modelled), or when several switches
+// domains (several servers: that is nvls_tree_devices()' NVLSTree), or when several switches
 // qualify (split NVSwitch planes are not modelled), or when the GPUs are older than Hopper
 // (gpu_generation_of(): the topology's `gpu:`, else inferred from the NVLink rate; A100/V100
 // have no NVLS).

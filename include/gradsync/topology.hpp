@@ -47,9 +47,12 @@ enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
 [[nodiscard]] std::optional<SoftwareModel> software_from_string(std::string_view text);
 // "volta", "ampere", "hopper", "blackwell".
 [[nodiscard]] std::string_view to_string(GpuGeneration generation);
-// GPU models and generation names: v100 → Volta; a100, a800, a10, a40 and the Ada cards l4,
-// l40, l40s, rtx4090 → Ampere (NCCL's sm_8x row); h100, h800, h200, gh200 → Hopper; b100,
-// b200, gb200, b300, gb300 → Blackwell; and the four generation names themselves. Lower case.
+// GPU models and generation names, as NCCL's compute-capability rows: v100 and the Turing
+// cards t4, rtx2080ti, titan-rtx → Volta (NCCL's sm_7x row); a100, a800, a30, a10, a40, a6000,
+// rtx3090 and the Ada cards l4, l40, l40s, rtx4090 → Ampere (sm_8x); h100, h800, h20, h200,
+// gh200 → Hopper; b100, b200, gb200, b300, gb300, rtx5090, rtx-pro-6000, gb10 → Blackwell
+// (sm_100 and sm_12x share NCCL's >= 10.0 row); the generation names volta, turing, ampere,
+// hopper, blackwell. Lower case.
 [[nodiscard]] std::optional<GpuGeneration> gpu_generation_from_string(std::string_view text);
 // Every spelling gpu_generation_from_string() accepts (for error messages).
 [[nodiscard]] const std::vector<std::string>& gpu_model_names();

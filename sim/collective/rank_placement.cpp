@@ -132,8 +132,8 @@ DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus
     throw ConfigError(
         topology.origin(),
         fmt::format("NVLS runs inside one NVLink domain, and these {} GPUs span {} (servers "
-                    "with separate NVSwitches; multi-node NVLSTree is not modelled: use ring, "
-                    "tree or hierarchical)",
+                    "with separate NVSwitches: across servers use nvlstree, NVLS in each "
+                    "server and trees between them, or ring, tree, hierarchical)",
                     gpus.size(), std::max<std::size_t>(nodes.size(), 2)));
   if (common.size() > 1)
     throw ConfigError(topology.origin(),

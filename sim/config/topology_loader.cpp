@@ -327,7 +327,7 @@ NodeSpec read_node(const MapReader& top) {
                 {"bandwidth", "latency", "efficiency"});
     n.socket_link = read_group(s, Fabric::Socket);
   }
-  n.nics = static_cast<int>(r.opt_integer("nics", 0, 64).value_or(0));
+  n.nics = static_cast<int>(r.opt_integer("nics", 0, 1024).value_or(0));
   if (r.has("nic_bandwidth")) n.nic_bandwidth = positive_rate(r, "nic_bandwidth");
   if (r.has("pcie")) {
     MapReader p(r.node("pcie"), r.file(), "node.pcie", {"bandwidth", "latency", "efficiency"});

@@ -16,7 +16,7 @@ namespace {
 // Sanity bounds: beyond these a file is a typo, not a cluster (and would exhaust memory).
 constexpr int kMaxNodes = 100'000;
 constexpr int kMaxGpusPerNode = 1024;
-constexpr int kMaxNicsPerNode = 64;
+constexpr int kMaxNicsPerNode = 1024;  // as GPUs per node (a GB200 NVL72 rack: 72 NICs)
 constexpr int kMaxSockets = 8;
 constexpr long long kMaxGpus = 262'144;
 constexpr long long kMaxNics = 524'288;  // network endpoints, all servers together

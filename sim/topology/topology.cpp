@@ -51,18 +51,27 @@ constexpr std::array<std::pair<GpuGeneration, std::string_view>, 4> kGenerationN
 // NVIDIA datasheets): V100 sm_70; A100/A800 sm_80, A10/A40 sm_86, L4/L40/L40S/RTX 4090 sm_89
 // (Ada, NCCL's sm_8x row); H100/H800/H200/GH200 sm_90; B100/B200/GB200 sm_100, B300/GB300
 // sm_103.
-constexpr std::array<std::pair<GpuGeneration, std::string_view>, 22> kGpuModels{{
-    {GpuGeneration::Volta, "v100"},       {GpuGeneration::Ampere, "a100"},
-    {GpuGeneration::Ampere, "a800"},      {GpuGeneration::Ampere, "a10"},
-    {GpuGeneration::Ampere, "a40"},       {GpuGeneration::Ampere, "l4"},
+// NCCL indexes its tables by compute capability: < 8.0 (Volta, and Turing's 7.5), 8.x (Ampere and
+// Ada), 9.x (Hopper), >= 10.0 (Blackwell: sm_100 data-center parts, sm_120 GeForce/RTX Pro and
+// sm_121 GB10 alike), src/graph/tuning.cc compCapIndex.
+constexpr std::array<std::pair<GpuGeneration, std::string_view>, 33> kGpuModels{{
+    {GpuGeneration::Volta, "v100"},       {GpuGeneration::Volta, "t4"},
+    {GpuGeneration::Volta, "rtx2080ti"},  {GpuGeneration::Volta, "titan-rtx"},
+    {GpuGeneration::Ampere, "a100"},      {GpuGeneration::Ampere, "a800"},
+    {GpuGeneration::Ampere, "a30"},       {GpuGeneration::Ampere, "a10"},
+    {GpuGeneration::Ampere, "a40"},       {GpuGeneration::Ampere, "a6000"},
+    {GpuGeneration::Ampere, "rtx3090"},   {GpuGeneration::Ampere, "l4"},
     {GpuGeneration::Ampere, "l40"},       {GpuGeneration::Ampere, "l40s"},
     {GpuGeneration::Ampere, "rtx4090"},   {GpuGeneration::Hopper, "h100"},
-    {GpuGeneration::Hopper, "h800"},      {GpuGeneration::Hopper, "h200"},
-    {GpuGeneration::Hopper, "gh200"},     {GpuGeneration::Blackwell, "b100"},
-    {GpuGeneration::Blackwell, "b200"},   {GpuGeneration::Blackwell, "gb200"},
-    {GpuGeneration::Blackwell, "b300"},   {GpuGeneration::Blackwell, "gb300"},
-    {GpuGeneration::Volta, "volta"},      {GpuGeneration::Ampere, "ampere"},
-    {GpuGeneration::Hopper, "hopper"},    {GpuGeneration::Blackwell, "blackwell"},
+    {GpuGeneration::Hopper, "h800"},      {GpuGeneration::Hopper, "h20"},
+    {GpuGeneration::Hopper, "h200"},      {GpuGeneration::Hopper, "gh200"},
+    {GpuGeneration::Blackwell, "b100"},   {GpuGeneration::Blackwell, "b200"},
+    {GpuGeneration::Blackwell, "gb200"},  {GpuGeneration::Blackwell, "b300"},
+    {GpuGeneration::Blackwell, "gb300"},  {GpuGeneration::Blackwell, "rtx5090"},
+    {GpuGeneration::Blackwell, "rtx-pro-6000"}, {GpuGeneration::Blackwell, "gb10"},
+    {GpuGeneration::Volta, "volta"},      {GpuGeneration::Volta, "turing"},
+    {GpuGeneration::Ampere, "ampere"},    {GpuGeneration::Hopper, "hopper"},
+    {GpuGeneration::Blackwell, "blackwell"},
 }};
 
 template <typename Enum, std::size_t N>
