@@ -920,6 +920,38 @@ TEST_CASE("ring plans with per-channel orders are correct and move the same byte
   CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, wrong_count), std::invalid_argument);
 }
 
+TEST_CASE("rail ring orders over servers filled unevenly (8 + 4 ranks)") {
+  const std::vector<std::uint32_t> sizes{8, 4};
+  const auto orders = rail_ring_orders(sizes, 8);
+  REQUIRE(orders.size() == 8);
+  std::set<std::uint32_t> out_of_0, out_of_1;  // ranks that send across, per server
+  for (const auto& o : orders) {
+    REQUIRE(o.size() == 12);
+    CHECK(std::set<std::uint32_t>(o.begin(), o.end()).size() == 12);
+    for (std::uint32_t i = 0; i < 12; ++i) {
+      CHECK((o[i] < 8) == (i < 8));  // server 0's ranks first, then server 1's
+      const std::uint32_t a = o[i], b = o[(i + 1) % 12];
+      if ((a < 8) != (b < 8)) (a < 8 ? out_of_0 : out_of_1).insert(a);
+    }
+  }
+  // Every rank of each server sends across in some channel: all 8 + 4 NICs carry the rings.
+  CHECK(out_of_0.size() == 8);
+  CHECK(out_of_1.size() == 4);
+  // The uniform form is the same orders.
+  CHECK(rail_ring_orders(16, 8, 4) == rail_ring_orders(std::vector<std::uint32_t>{8, 8}, 4));
+  const Plan plan = plan_collective(CollectiveRequest{.op = CollectiveOp::AllReduce,
+                                                      .algorithm = Algorithm::Ring,
+                                                      .ranks = 12,
+                                                      .node_sizes = sizes,
+                                                      .bytes = 1_MiB,
+                                                      .channels = 8});
+  REQUIRE_PLAN_OK(plan);
+  std::set<std::uint32_t> crossing;
+  for (const Transfer& t : plan.transfers)
+    if (t.src < 8 && t.dst >= 8) crossing.insert(t.src);
+  CHECK(crossing.size() == 8);
+}
+
 TEST_CASE("broadcast and reduce chains follow the channels' ring orders across servers") {
   // 4 servers x 8 ranks, 8 channels: each channel's chain crosses the servers on its own rail
   // (NCCL's broadcast runs on the rings), so the 8 channels leave server 0 from 8 different

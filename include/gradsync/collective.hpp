@@ -173,6 +173,10 @@ struct RingOptions {
 // one channel per NIC, every NIC sends in one channel and receives in another.
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
     std::uint32_t ranks, std::uint32_t ranks_per_node, std::uint32_t channels);
+// The same over servers of different sizes (node_sizes[k] consecutive ranks on server k, e.g.
+// 8 + 4): each server's local path as above with its own size.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels);
 // Reduce-scatter then all-gather: 2(n-1) steps of S/n per rank (per channel S/(n·channels)).
 // Time: 2(n-1)·α + 2(n-1)/n · S/B.
 [[nodiscard]] Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes,
@@ -300,6 +304,9 @@ struct CollectiveRequest {
   Algorithm algorithm = Algorithm::Ring;
   std::uint32_t ranks = 1;           // participants (workers + dedicated servers for ps)
   std::uint32_t ranks_per_node = 1;  // tree / hierarchical: ranks are node-major
+  // Ring: the consecutive runs of ranks on one server (node_blocks() in engine.hpp), for rings
+  // over servers filled unevenly (ranks_per_node 1 then); empty: ranks_per_node describes them.
+  std::vector<std::uint32_t> node_sizes;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)

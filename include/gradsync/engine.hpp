@@ -71,6 +71,11 @@ struct PlacementOptions {
 // when every block of that many ranks is one server; 1 otherwise.
 [[nodiscard]] std::uint32_t ranks_per_node(const Topology& topology,
                                            const std::vector<DeviceId>& rank_devices);
+// The sizes of the consecutive runs of ranks on one server, in rank order: 8, 4 for 12 ranks
+// placed in order on 8-GPU servers (as torchrun or mpirun fill hosts); a rank without a server
+// is a run of its own.
+[[nodiscard]] std::vector<std::uint32_t> node_blocks(const Topology& topology,
+                                                     const std::vector<DeviceId>& rank_devices);
 // Ring channels like NCCL's: one per NIC of a server when the ranks span several servers
 // (rail-aligned orders then use every NIC), else 1 (inside one server channels change nothing
 // in a fluid model). Between 1 and 64.

@@ -246,6 +246,7 @@ void run_bench(const BenchOptions& o) {
   base.op = *op;
   base.ranks = n;
   base.ranks_per_node = ppn;
+  base.node_sizes = node_blocks(topo, ranks);
   base.channels = o.channels > 0 ? o.channels : default_ring_channels(topo, ranks, ppn);
   base.pipeline = o.pipeline;
   base.root = o.root;

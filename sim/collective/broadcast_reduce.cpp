@@ -51,10 +51,13 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
     if (ordered) {
       const auto& order = options.orders[ch];
       detail::require(order.size() == ranks, planner, "a ring order must visit every rank");
-      root_pos = ranks;
-      for (std::uint32_t i = 0; i < ranks; ++i)
+      std::vector<bool> seen(ranks, false);
+      for (std::uint32_t i = 0; i < ranks; ++i) {
+        detail::require(order[i] < ranks && !seen[order[i]], planner,
+                        "a ring order must visit every rank once");
+        seen[order[i]] = true;
         if (order[i] == root) root_pos = i;
-      detail::require(root_pos < ranks, planner, "a ring order misses the root");
+      }
     }
     first[ch] = op == CollectiveOp::Broadcast ? root_pos : (root_pos + 1) % ranks;
   }

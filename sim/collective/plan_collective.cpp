@@ -60,10 +60,18 @@ Plan plan_collective(const CollectiveRequest& r) {
   switch (r.algorithm) {
     case Algorithm::Ring: {
       RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}};
-      // Several channels over several nodes: spread the node crossings over the NICs (rails).
+      // Several channels over several nodes: spread the node crossings over the NICs (rails),
+      // also over servers filled unevenly (8 + 4 ranks).
+      std::uint64_t listed = 0;
+      for (std::uint32_t p : r.node_sizes) listed += p;
+      const bool uneven = r.node_sizes.size() > 1 && listed == r.ranks &&
+                          std::any_of(r.node_sizes.begin(), r.node_sizes.end(),
+                                      [](std::uint32_t p) { return p > 1; });
       if (r.channels > 1 && r.ranks_per_node > 1 && r.ranks > r.ranks_per_node &&
           r.ranks % r.ranks_per_node == 0)
         ring.orders = rail_ring_orders(r.ranks, r.ranks_per_node, r.channels);
+      else if (r.channels > 1 && uneven)
+        ring.orders = rail_ring_orders(r.node_sizes, r.channels);
       switch (r.op) {
         case CollectiveOp::AllReduce: return plan_ring_allreduce(r.ranks, r.bytes, ring);
         case CollectiveOp::ReduceScatter: return plan_ring_reduce_scatter(r.ranks, r.bytes, ring);

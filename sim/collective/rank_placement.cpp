@@ -190,10 +190,27 @@ std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceI
   return ppn;
 }
 
+std::vector<std::uint32_t> node_blocks(const Topology& topology,
+                                       const std::vector<DeviceId>& rank_devices) {
+  std::vector<std::uint32_t> blocks;
+  for (std::size_t i = 0; i < rank_devices.size(); ++i) {
+    const int node = topology.device(rank_devices[i]).node;
+    if (i > 0 && node >= 0 && node == topology.device(rank_devices[i - 1]).node)
+      ++blocks.back();
+    else
+      blocks.push_back(1);
+  }
+  return blocks;
+}
+
 std::uint32_t default_ring_channels(const Topology& topology,
                                     const std::vector<DeviceId>& rank_devices,
                                     std::uint32_t ppn) {
-  if (ppn <= 1 || rank_devices.size() <= ppn) return 1;
+  const std::vector<std::uint32_t> blocks = node_blocks(topology, rank_devices);
+  const bool several_servers = blocks.size() > 1;
+  const bool shared_servers = ppn > 1 || std::any_of(blocks.begin(), blocks.end(),
+                                                     [](std::uint32_t b) { return b > 1; });
+  if (!several_servers || !shared_servers) return 1;
   const int node = topology.device(rank_devices[0]).node;
   std::uint32_t nics = 0;
   for (const Device& d : topology.devices())

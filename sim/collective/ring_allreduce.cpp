@@ -5,6 +5,7 @@
 // Chunk layout: n blocks of channels·pipeline chunks; chunk = block·(C·P) + channel·P + q.
 // Rank r ends the reduce-scatter owning block r. Per rank and per phase, (n-1)/n·S is sent.
 // Time: 2(n-1)·α + 2(n-1)/n · S/B (DESIGN.md §1; NCCL's ring, REFERENCES.md §3).
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -161,22 +162,35 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(std::uint32_t ranks,
                                                          std::uint32_t channels) {
   detail::require(ranks_per_node >= 1 && ranks % ranks_per_node == 0, "rail_ring_orders",
                   "ranks must be a multiple of ranks_per_node");
+  return rail_ring_orders(std::vector<std::uint32_t>(ranks / ranks_per_node, ranks_per_node),
+                          channels);
+}
+
+std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels) {
   detail::require(channels >= 1, "rail_ring_orders", "needs at least one channel");
-  const std::uint32_t ppn = ranks_per_node;
-  const std::uint32_t nodes = ranks / ppn;
+  detail::require(!node_sizes.empty() && std::all_of(node_sizes.begin(), node_sizes.end(),
+                                                     [](std::uint32_t p) { return p >= 1; }),
+                  "rail_ring_orders", "every server needs at least one rank");
+  std::uint64_t ranks = 0;
+  for (std::uint32_t p : node_sizes) ranks += p;
   std::vector<std::vector<std::uint32_t>> orders(channels);
   for (std::uint32_t c = 0; c < channels; ++c) {
-    // Local path x, x+2, x+3, …, x+ppn-1, x+1: starts on rail x, ends on rail y = x+1.
-    const auto x = static_cast<std::uint32_t>(std::uint64_t{c} * ppn / channels);
-    std::vector<std::uint32_t> path{x};
-    for (std::uint32_t j = 2; j < ppn; ++j) path.push_back((x + j) % ppn);
-    if (ppn > 1) path.push_back((x + 1) % ppn);
     orders[c].reserve(ranks);
-    for (std::uint32_t k = 0; k < nodes; ++k) {
-      // Even nodes walk the path forward (x → y), odd nodes backward (y → x): every node
-      // crossing then stays on one rail (y, then x, …), as NCCL's rings do with PXN.
+    std::uint32_t first = 0;  // the server's first rank
+    for (std::size_t k = 0; k < node_sizes.size(); ++k) {
+      const std::uint32_t ppn = node_sizes[k];
+      // Local path x, x+2, x+3, …, x+ppn-1, x+1: starts on rail x, ends on rail y = x+1.
+      const auto x = static_cast<std::uint32_t>(std::uint64_t{c} * ppn / channels);
+      std::vector<std::uint32_t> path{x};
+      for (std::uint32_t j = 2; j < ppn; ++j) path.push_back((x + j) % ppn);
+      if (ppn > 1) path.push_back((x + 1) % ppn);
+      // Even servers walk the path forward (x → y), odd ones backward (y → x): every crossing
+      // between servers of one size then stays on one rail (y, then x, …), as NCCL's rings do
+      // with PXN.
       for (std::uint32_t j = 0; j < ppn; ++j)
-        orders[c].push_back(k * ppn + (k % 2 == 0 ? path[j] : path[ppn - 1 - j]));
+        orders[c].push_back(first + (k % 2 == 0 ? path[j] : path[ppn - 1 - j]));
+      first += ppn;
     }
   }
   return orders;

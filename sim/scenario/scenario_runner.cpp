@@ -193,6 +193,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   all.devices = devices;
   all.base.ranks = gpus;
   all.base.ranks_per_node = ppn;
+  all.base.node_sizes = node_blocks(topo, devices);
   all.base.ps.servers = sc.sync.ps.servers;
   all.base.ps.placement = sc.sync.ps.placement == PsPlacement::Dedicated
                               ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
