@@ -1099,6 +1099,69 @@ TEST_CASE("nvlstree: switches reduce in each server, shards cross servers on two
   CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
 }
 
+TEST_CASE("nvls with SHARP: NVSwitches reduce in each server, the SHARP switch across them") {
+  for (const std::uint32_t nodes : {1U, 2U, 3U, 4U, 8U}) {
+    for (const std::uint32_t ppn : {1U, 2U, 4U, 8U}) {
+      for (const bool rails : {false, true}) {  // one SHARP switch, or one per local index
+        CAPTURE(nodes);
+        CAPTURE(ppn);
+        CAPTURE(rails);
+        const std::uint32_t g = nodes * ppn;
+        std::vector<std::uint32_t> sharp(ppn, 0);
+        if (rails)
+          for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;
+        const std::uint32_t switches = rails ? ppn : 1;
+        const Bytes s{1000.0 * ppn * 3 + 7};
+        const Plan plan = plan_nvls_sharp_allreduce(g, s, {ppn, 3, sharp});
+        REQUIRE_PLAN_OK(plan);
+        CHECK(plan.algorithm == Algorithm::Nvls);
+        CHECK(plan.ranks == g + nodes + switches);
+        CHECK(plan.contributors == g);
+        CHECK(plan.steps == 6);
+        // Per GPU: S + its shards (S/ppn) into its NVSwitch; its shards (S/ppn) to the SHARP
+        // switch of its local index and back, whatever the number of servers.
+        std::vector<double> to_nvswitch(g, 0.0), to_sharp(g, 0.0), from_sharp(g, 0.0);
+        for (const Transfer& t : plan.transfers) {
+          const double b = plan.bytes_of(t).bytes();
+          CHECK_FALSE((t.src < g && t.dst < g));  // GPUs never talk to each other
+          if (t.src < g && t.dst < g + nodes) {
+            CHECK(t.dst == g + t.src / ppn);
+            to_nvswitch[t.src] += b;
+          }
+          if (t.src < g && t.dst >= g + nodes) {
+            CHECK(t.dst == g + nodes + sharp[t.src % ppn]);
+            CHECK(t.kind == TransferKind::Reduce);
+            to_sharp[t.src] += b;
+          }
+          if (t.src >= g + nodes) from_sharp[t.dst] += b;
+        }
+        const auto received = plan.bytes_received_per_rank();
+        for (std::uint32_t i = 0; i < g; ++i) {
+          double own = 0.0;
+          for (std::size_t c = 0; c < plan.chunks(); ++c)
+            if (c % ppn == i % ppn) own += plan.chunk_bytes[c].bytes();
+          CHECK(to_nvswitch[i] == doctest::Approx(s.bytes() + own));
+          CHECK(to_sharp[i] == doctest::Approx(own));
+          CHECK(from_sharp[i] == doctest::Approx(own));
+          CHECK(received[i].bytes() == doctest::Approx(s.bytes() + own));
+        }
+      }
+    }
+  }
+  CHECK_THROWS_AS((void)plan_nvls_sharp_allreduce(8, Bytes(8.0), {4, 1, {0, 0, 0}}),
+                  std::invalid_argument);  // one SHARP switch per local index
+  CollectiveRequest r;
+  r.algorithm = Algorithm::Nvls;
+  r.ranks = 16;
+  r.ranks_per_node = 8;
+  r.sharp_of_local = {0, 1, 2, 3, 4, 5, 6, 7};
+  r.bytes = Bytes(64.0 * 1048576.0);
+  const Plan plan = plan_collective(r);
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.ranks == 16 + 2 + 8);
+  CHECK(plan.chunks() == 64 * 8);  // one step per MiB, at most 64, 8 shards each
+}
+
 TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch is rank n") {
   CollectiveRequest r;
   r.algorithm = Algorithm::Nvls;

@@ -399,7 +399,15 @@ TEST_CASE("nccl_cost NVLS: base 0, 25 us NVLink hop split over push and pull, Si
   CHECK_THROWS_AS((void)nccl_cost(Algorithm::Nvls, NcclProtocol::LL, CollectiveOp::AllReduce, 9,
                                   1, LinkClass::NvLink, Bytes(8.0), bus),
                   std::invalid_argument);
-  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 16, 2,
-                                  LinkClass::NvLink, Bytes(8.0), bus),
-                  std::invalid_argument);
+  // Across servers (with SHARP): four NVLink legs of 25/4 us, two network legs of 18/2 us
+  // (tuning.cc: intraLat + interLat), NVLS's factor on the NVLink legs only.
+  const NcclStepCost m = nccl_cost(Algorithm::Nvls, CollectiveOp::AllReduce, 16, 2,
+                                   LinkClass::NvLink, Bytes(1073741824.0), bus);
+  CHECK(m.steps == 6);
+  CHECK(m.inter_steps == 2);
+  CHECK(m.per_step_intra.seconds() == doctest::Approx(6.25e-6));
+  CHECK(m.per_step_inter.seconds() == doctest::Approx(9e-6));
+  CHECK(m.latency.seconds() == doctest::Approx(43e-6));
+  CHECK(m.bandwidth_factor == doctest::Approx(kNvlsBandwidthFactor));
+  CHECK(m.bandwidth_factor_net == 1.0);
 }

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "gradsync/cluster_spec.hpp"
+#include "gradsync/config_error.hpp"
+#include "gradsync/engine.hpp"
 #include "gradsync/nccl_model.hpp"
 #include "gradsync/nccl_tuner.hpp"
 #include "gradsync/topology.hpp"
@@ -296,4 +298,86 @@ TEST_CASE("per-size channels bound a protocol's bandwidth (channel_factor)") {
   CHECK(two.channel_factor * two.protocol_factor * 360.0 <= 2.0 * ll_channel + 1e-9);
   // NCCL's own prediction does not see the per-size channels.
   CHECK(two.predicted.seconds() == doctest::Approx(all.predicted.seconds()));
+}
+
+namespace {
+
+// `nodes` DGX-H100-like servers (8 GPUs, 8 x 400G NICs) on an InfiniBand network of `shape`.
+Topology sharp_cluster(int nodes, NetworkShape shape, bool sharp, int hosts_per_leaf = 0) {
+  ClusterSpec spec;
+  spec.name = "sharp-test";
+  spec.nodes = nodes;
+  spec.node.gpus = 8;
+  spec.node.intra = group(Fabric::NvLink, 450_GBps);
+  spec.node.intra_shape = IntraShape::Switch;
+  spec.node.nics = 8;
+  spec.node.nic_bandwidth = 400_Gbps;
+  spec.node.pcie = group(Fabric::Pcie, 64_GBps);
+  spec.node.origin = SourceMark{"cluster.yaml", 3, 1};
+  NetworkSpec net;
+  net.fabric = Fabric::InfiniBand;
+  net.shape = shape;
+  net.hosts_per_leaf = hosts_per_leaf;
+  net.efficiency = 1.0;
+  net.link_latency = 500_ns;
+  net.switch_latency = 300_ns;
+  net.sharp = sharp;
+  net.origin = SourceMark{"cluster.yaml", 9, 1};
+  spec.network = net;
+  spec.gpu = GpuGeneration::Hopper;
+  spec.origin = SourceMark{"cluster.yaml", 1, 1};
+  return expand_cluster(spec);
+}
+
+}  // namespace
+
+TEST_CASE("SHARP: where NVLS across servers can run, and which switch reduces each shard") {
+  // Rail-optimized: GPU l's NIC on rail switch l of every server, one SHARP switch per rail.
+  const Topology rails = sharp_cluster(4, NetworkShape::RailOptimized, true);
+  const NvlsSharpDevices d = nvls_sharp_devices(rails, rails.gpus(), 8);
+  REQUIRE(d.devices.size() == 32 + 4 + 8);
+  CHECK(d.sharp_of_local == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(rails.device(d.devices[32]).kind == DeviceKind::NvSwitch);
+  CHECK(rails.device(d.devices[36]).kind == DeviceKind::Switch);
+  CHECK(rails.device(d.devices[36]).sharp);
+  // One switch: one SHARP switch for every shard.
+  const Topology one = sharp_cluster(2, NetworkShape::SingleSwitch, true);
+  const NvlsSharpDevices s = nvls_sharp_devices(one, one.gpus(), 8);
+  CHECK(s.devices.size() == 16 + 2 + 1);
+  CHECK(s.sharp_of_local == std::vector<std::uint32_t>(8, 0));
+  // Switches that do not reduce, and servers on different leaves (a SHARP tree over several
+  // switches is not modelled) are refused, saying why.
+  CHECK_THROWS_WITH_AS((void)nvls_sharp_devices(sharp_cluster(2, NetworkShape::SingleSwitch,
+                                                              false),
+                                                one.gpus(), 8),
+                       doctest::Contains("does not reduce in the network"), ConfigError);
+  const Topology leaves = sharp_cluster(4, NetworkShape::LeafSpine, true, 2);
+  CHECK_THROWS_WITH_AS((void)nvls_sharp_devices(leaves, leaves.gpus(), 8),
+                       doctest::Contains("SHARP tree over several switches"), ConfigError);
+  // in_switch_devices: NVLS in one server is the NVSwitch, across servers SHARP.
+  std::vector<DeviceId> first(rails.gpus().begin(), rails.gpus().begin() + 8);
+  CHECK(in_switch_devices(rails, first, 8, Algorithm::Nvls).devices.size() == 9);
+  CHECK(in_switch_devices(rails, rails.gpus(), 8, Algorithm::Nvls).sharp_of_local.size() == 8);
+}
+
+TEST_CASE("SHARP: NCCL's tuner offers NVLS across servers and prefers it to NVLSTree") {
+  const Topology with = sharp_cluster(4, NetworkShape::RailOptimized, true);
+  const Topology without = sharp_cluster(4, NetworkShape::RailOptimized, false);
+  const NcclTopologyView v = view_of(with, 8, Algorithm::Nvls);
+  const NcclTopologyView w = view_of(without, 8, Algorithm::NvlsTree);
+  CHECK(v.sharp);
+  CHECK_FALSE(w.sharp);
+  // tuning.cc: NVLS across nodes costs intraLat + interLat = 25 + 18 us and min(NVLS intra,
+  // NIC) per channel, NVLSTree 25 + 2 log2(4) x 20.9 us at the same bandwidth (> 2 nodes).
+  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  CHECK(t.algorithm == Algorithm::Nvls);
+  double nvls = 0.0, tree = 0.0;
+  for (const NcclCandidate& c : t.candidates) {
+    if (c.algorithm == Algorithm::Nvls) nvls = c.latency_us;
+    if (c.algorithm == Algorithm::NvlsTree) tree = c.latency_us;
+  }
+  CHECK(nvls == doctest::Approx(43.0));
+  CHECK(tree == doctest::Approx(25.0 + 4 * 20.9));
+  for (const NcclCandidate& c : nccl_tune(w, kAR, Bytes(1024 * kMiB)).candidates)
+    CHECK(c.algorithm != Algorithm::Nvls);
 }

@@ -72,6 +72,10 @@ struct NetworkSpec {
   std::optional<RoceOptions> roce;
   std::optional<TcpOptions> tcp;  // ethernet only; tcp_model.hpp defaults when absent
   RoutingOptions routing;        // network.routing / qps / ecmp_seed (fabric_model.hpp)
+  // network.sharp: every switch reduces in the network (SHARP; Device::sharp). InfiniBand only
+  // (Quantum switches with SHARPv3, NVIDIA's SHARP docs; NCCL reaches it through its CollNet
+  // plugin, NCCL_COLLNET_ENABLE=1).
+  bool sharp = false;
   SourceMark origin;
 };
 

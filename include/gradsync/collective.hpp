@@ -289,6 +289,23 @@ struct NvlsTreeOptions {
 [[nodiscard]] Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes,
                                             const NvlsTreeOptions& options = {});
 
+struct NvlsSharpOptions {
+  std::uint32_t ranks_per_node = 1;  // GPUs per server (one NVSwitch each); divides the GPUs
+  std::uint32_t pipeline = 1;        // pipeline steps (≥ 1), each cut into one shard per GPU
+  // Per local GPU index l: which SHARP switch (0, 1, …, after the NVSwitch ranks) reduces
+  // shard l, the one every server's GPU-l NIC reaches (nvls_sharp_devices() in engine.hpp).
+  std::vector<std::uint32_t> sharp_of_local;
+};
+// NVLS AllReduce across servers with InfiniBand SHARP between them (NCCL_ALGO_NVLS on several
+// nodes, which NCCL runs with CollNet enabled): in each server the NVSwitch reduces every GPU's
+// data and hands shard l to local GPU l; GPU l sends it through its NIC to the SHARP switch,
+// which reduces the servers' partial sums in the network and returns the total; GPU l stores
+// it into the NVSwitch, which multicasts it to the other GPUs. Ranks: GPUs 0..G-1 node-major,
+// server a's NVSwitch G + a, SHARP switch s at G + N + s. contributors = G, one phase, 6 steps.
+// Per GPU port: S + S/ppn out, S in; per NIC: S/ppn each way at any server count.
+[[nodiscard]] Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes,
+                                             const NvlsSharpOptions& options);
+
 // Splits `total` into `parts` pieces of floor(total/parts) bytes, the last one taking the
 // remainder, so whole-byte sizes stay whole and the pieces add up to `total` exactly.
 [[nodiscard]] std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts);
@@ -307,6 +324,9 @@ struct CollectiveRequest {
   // Ring: the consecutive runs of ranks on one server (node_blocks() in engine.hpp), for rings
   // over servers filled unevenly (ranks_per_node 1 then); empty: ranks_per_node describes them.
   std::vector<std::uint32_t> node_sizes;
+  // nvls across servers (with SHARP): NvlsSharpOptions::sharp_of_local; empty = one NVLink
+  // domain (plan_nvls_allreduce).
+  std::vector<std::uint32_t> sharp_of_local;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)

@@ -67,6 +67,29 @@ struct PlacementOptions {
                                                       const std::vector<DeviceId>& gpus,
                                                       std::uint32_t ranks_per_node);
 
+// The devices of an NVLS plan across servers with SHARP (plan_nvls_sharp_allreduce) over these
+// node-major GPUs, `ranks_per_node` per server: the GPUs, each server's NVSwitch, then the
+// SHARP switches; and per local GPU index the SHARP switch that reduces its shard, the
+// network switch its NIC (its first rail NIC, rail_nics() in fabric_model.hpp) is cabled to,
+// which must be the same on every server (one switch, or rail switch l on a rail-optimized
+// network) and have `sharp`. Throws ConfigError saying which condition fails.
+struct NvlsSharpDevices {
+  std::vector<DeviceId> devices;
+  std::vector<std::uint32_t> sharp_of_local;
+};
+[[nodiscard]] NvlsSharpDevices nvls_sharp_devices(const Topology& topology,
+                                                  const std::vector<DeviceId>& gpus,
+                                                  std::uint32_t ranks_per_node);
+
+// The devices of an in-switch AllReduce `algorithm` over these node-major GPUs
+// (`ranks_per_node` per server): Nvls in one NVLink domain (the GPUs, then nvls_switch()), Nvls
+// across servers (nvls_sharp_devices(), with sharp_of_local), NvlsTree (nvls_tree_devices()).
+// Throws ConfigError saying why it cannot run, std::invalid_argument for another algorithm.
+[[nodiscard]] NvlsSharpDevices in_switch_devices(const Topology& topology,
+                                                 const std::vector<DeviceId>& gpus,
+                                                 std::uint32_t ranks_per_node,
+                                                 Algorithm algorithm);
+
 // Ranks per server of a node-major placement: how many leading ranks share rank 0's server,
 // when every block of that many ranks is one server; 1 otherwise.
 [[nodiscard]] std::uint32_t ranks_per_node(const Topology& topology,

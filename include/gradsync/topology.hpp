@@ -76,6 +76,10 @@ struct Device {
   // NCCL copies through host memory, so a route never goes GPU -> switch -> GPU but up to the
   // CPU and back (Router; sim/fabric/README.md, PCIe).
   bool p2p = true;
+  // Network switches only: the switch reduces in the network (InfiniBand SHARP, NCCL's CollNet
+  // through the SHARP plugin; `network.sharp`, or `sharp:` on an explicit switch). NVLS across
+  // servers then runs with SHARP between them (plan_nvls_sharp_allreduce, collective.hpp).
+  bool sharp = false;
 };
 
 struct Link {

@@ -214,13 +214,11 @@ void run_bench(const BenchOptions& o) {
   // tries them only where they can (AllReduce, NVSwitches of NVLink4 or later, NCCL's software
   // model, which carries NVLS's bandwidth): NVLS in one server, NVLSTree across servers.
   std::map<Algorithm, std::vector<DeviceId>> switch_devices;
+  std::vector<std::uint32_t> sharp_of_local;  // NVLS across servers: SHARP switch per local GPU
   const auto with_switches = [&](Algorithm a) {
-    if (a == Algorithm::Nvls) {
-      std::vector<DeviceId> d = ranks;
-      d.push_back(nvls_switch(topo, ranks));
-      return d;
-    }
-    return nvls_tree_devices(topo, ranks, ppn);
+    NvlsSharpDevices d = in_switch_devices(topo, ranks, ppn, a);
+    if (a == Algorithm::Nvls) sharp_of_local = d.sharp_of_local;
+    return d.devices;
   };
   for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree}) {
     if (o.algo == to_string(a)) {
@@ -229,7 +227,7 @@ void run_bench(const BenchOptions& o) {
       switch_devices[a] = with_switches(a);
     } else if (o.algo == "auto" && *op == CollectiveOp::AllReduce &&
                topo.software() == SoftwareModel::Nccl && n > 1 &&
-               (a == Algorithm::Nvls) == (n == ppn)) {
+               (a == Algorithm::Nvls || n != ppn)) {
       try {
         switch_devices[a] = with_switches(a);
         candidates.push_back(a);
@@ -247,6 +245,7 @@ void run_bench(const BenchOptions& o) {
   base.ranks = n;
   base.ranks_per_node = ppn;
   base.node_sizes = node_blocks(topo, ranks);
+  base.sharp_of_local = sharp_of_local;
   base.channels = o.channels > 0 ? o.channels : default_ring_channels(topo, ranks, ppn);
   base.pipeline = o.pipeline;
   base.root = o.root;
@@ -406,9 +405,9 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
   CLI::Option* algo = cmd->add_option("--algo", opts->algo,
                   "ring | tree | hierarchical | ps | nvls | nvlstree | auto (nvls: NVLink "
-                  "SHARP in one NVSwitch domain; nvlstree: NVLS in each server, trees across "
-                  "servers; auto includes them where available; default ring, auto with "
-                  "--compare)")
+                  "SHARP in one NVSwitch domain, or in each server with InfiniBand SHARP between "
+                  "them (network.sharp); nvlstree: NVLS in each server, trees across servers; "
+                  "auto includes them where available; default ring, auto with --compare)")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "nvlstree", "auto"}));
   CLI::Option* min = cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
   CLI::Option* max = cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");

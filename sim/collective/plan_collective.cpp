@@ -119,6 +119,15 @@ Plan plan_collective(const CollectiveRequest& r) {
       // `ranks` GPUs plus the NVSwitch as rank `ranks`. NCCL's NVLS kernels stream chunks of
       // a few hundred KiB; one chunk per 256 KiB, 1..256, keeps the fill under 1/256 of S/B
       // at large sizes while bounding the event count.
+      if (!r.sharp_of_local.empty()) {
+        // Across servers with SHARP: pipelined as NVLSTree (one step per MiB, 2..64).
+        const std::uint32_t steps =
+            r.pipeline > 0 ? r.pipeline
+                           : static_cast<std::uint32_t>(
+                                 std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, 64.0));
+        return plan_nvls_sharp_allreduce(
+            r.ranks, r.bytes, NvlsSharpOptions{r.ranks_per_node, steps, r.sharp_of_local});
+      }
       const std::uint32_t pipeline =
           r.pipeline > 0 ? r.pipeline
                          : static_cast<std::uint32_t>(

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 
 #include "gradsync/config_error.hpp"
 #include "gradsync/engine.hpp"
+#include "gradsync/fabric_model.hpp"
 
 namespace gradsync {
 
@@ -174,6 +176,70 @@ std::vector<DeviceId> nvls_tree_devices(const Topology& topology,
     devices.push_back(sw);
   }
   return devices;
+}
+
+NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
+                                    std::uint32_t ranks_per_node) {
+  const std::size_t ppn = ranks_per_node;
+  // The NVSwitch per server: NVLSTree's conditions (whole servers, one NVLS domain each).
+  NvlsSharpDevices out;
+  out.devices = nvls_tree_devices(topology, gpus, ranks_per_node);
+  std::vector<DeviceId> switches;  // distinct SHARP switches, in order of first use
+  for (std::size_t l = 0; l < ppn; ++l) {
+    std::optional<DeviceId> shared;
+    for (std::size_t first = 0; first < gpus.size(); first += ppn) {
+      const DeviceId g = gpus[first + l];
+      const std::vector<RailNic> rails = rail_nics(topology, g);
+      std::optional<DeviceId> leaf;
+      if (!rails.empty())
+        for (LinkId id : topology.links_of(rails.front().nic)) {
+          const DeviceId other = topology.link(id).other(rails.front().nic);
+          if (topology.device(other).kind == DeviceKind::Switch) {
+            leaf = other;
+            break;
+          }
+        }
+      if (!leaf)
+        throw ConfigError(topology.origin(),
+                          fmt::format("NVLS with SHARP needs a NIC cabled to a network switch "
+                                      "near GPU '{}'",
+                                      topology.device(g).name));
+      if (!topology.device(*leaf).sharp)
+        throw ConfigError(topology.device(*leaf).origin,
+                          fmt::format("NVLS across servers needs SHARP, and switch '{}' does not "
+                                      "reduce in the network (network.sharp: true on "
+                                      "InfiniBand; else use nvlstree, ring or tree)",
+                                      topology.device(*leaf).name));
+      if (shared && *shared != *leaf)
+        throw ConfigError(
+            topology.origin(),
+            fmt::format("NVLS with SHARP reduces in the switch the NICs share, and the NICs of "
+                        "local GPU {} reach '{}' and '{}' (a SHARP tree over several switches "
+                        "is not modelled: one switch, or rail-optimized)",
+                        l, topology.device(*shared).name, topology.device(*leaf).name));
+      shared = leaf;
+    }
+    const auto it = std::find(switches.begin(), switches.end(), *shared);
+    out.sharp_of_local.push_back(static_cast<std::uint32_t>(it - switches.begin()));
+    if (it == switches.end()) switches.push_back(*shared);
+  }
+  out.devices.insert(out.devices.end(), switches.begin(), switches.end());
+  return out;
+}
+
+NvlsSharpDevices in_switch_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
+                                   std::uint32_t ranks_per_node, Algorithm algorithm) {
+  if (algorithm == Algorithm::NvlsTree)
+    return NvlsSharpDevices{nvls_tree_devices(topology, gpus, ranks_per_node), {}};
+  if (algorithm != Algorithm::Nvls)
+    throw std::invalid_argument("in_switch_devices: not an in-switch algorithm");
+  std::set<int> nodes;
+  for (DeviceId g : gpus) nodes.insert(topology.device(g).node);
+  if (nodes.size() > 1 && ranks_per_node > 1 && ranks_per_node < gpus.size())
+    return nvls_sharp_devices(topology, gpus, ranks_per_node);
+  NvlsSharpDevices out{gpus, {}};
+  out.devices.push_back(nvls_switch(topology, gpus));
+  return out;
 }
 
 std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceId>& rank_devices) {

@@ -1054,8 +1054,9 @@ LoadedScenario load(const std::string& text, const std::string& file,
     const bool nvls = sc.sync.algorithm == SyncAlgorithm::Nvls;
     if (sc.sync.strategy == SyncStrategy::AllReduce &&
         (nvls || sc.sync.algorithm == SyncAlgorithm::NvlsTree)) {
-      // NVLS needs one NVSwitch domain of NVLink4 or later and NCCL (nvls_switch()); NVLSTree
-      // one such domain per server, two servers or more (nvls_tree_devices()).
+      // NVLS needs one NVSwitch domain of NVLink4 or later and NCCL (nvls_switch()), or one
+      // per server and SHARP switches between them (nvls_sharp_devices()); NVLSTree one such
+      // domain per server, two servers or more (nvls_tree_devices()).
       const std::string name(to_string(sc.sync.algorithm));
       const MapReader s(top.node("sync"), file, "sync", kSyncKeys);
       const Topology& topo = out.topology.topology;
@@ -1064,10 +1065,8 @@ LoadedScenario load(const std::string& text, const std::string& file,
       if (used < 2) s.fail("algorithm", name + " needs 2 GPUs or more");
       try {
         const std::vector<DeviceId> placed = place_ranks(topo, used);
-        if (nvls)
-          (void)nvls_switch(topo, placed);
-        else
-          (void)nvls_tree_devices(topo, placed, ranks_per_node(topo, placed));
+        (void)in_switch_devices(topo, placed, ranks_per_node(topo, placed),
+                                nvls ? Algorithm::Nvls : Algorithm::NvlsTree);
       } catch (const ConfigError& e) {
         std::string why = e.what();  // "topology.yaml:L:C: error: why"
         if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);

@@ -347,7 +347,7 @@ NetworkSpec read_network(const MapReader& top) {
   MapReader r(top.node("network"), top.file(), "network",
               {"fabric", "shape", "hosts_per_leaf", "oversubscription", "spines", "radix",
                "link_latency", "switch_latency", "efficiency", "roce", "routing", "qps",
-               "ecmp_seed", "tcp"});
+               "ecmp_seed", "tcp", "sharp"});
   NetworkSpec net;
   net.origin = r.mark();
   net.fabric = *fabric_from_string(r.choice("fabric", kNetworkFabrics));
@@ -372,6 +372,10 @@ NetworkSpec read_network(const MapReader& top) {
   net.switch_latency = link_latency(r, "switch_latency");
   net.efficiency = efficiency_of(r);
   net.routing = read_routing(r);
+  net.sharp = r.opt_boolean("sharp").value_or(false);
+  if (net.sharp && net.fabric != Fabric::InfiniBand)
+    r.fail("sharp", fmt::format("in-network reduction (SHARP) needs fabric: infiniband, not {}",
+                                to_string(net.fabric)));
   // DESIGN.md §5.1's own example carries `roce:` ("roce only") under fabric: infiniband, so
   // the block is accepted and checked on every fabric, and takes effect on roce alone.
   if (r.has("roce")) {
@@ -434,7 +438,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
 
   std::unordered_map<std::string, DeviceId> by_name;
   for (const YAML::Node& item : config::sequence_of(top.node("devices"), top.file(), "devices")) {
-    MapReader d(item, top.file(), "device", {"name", "kind", "node", "latency", "p2p"});
+    MapReader d(item, top.file(), "device", {"name", "kind", "node", "latency", "p2p", "sharp"});
     const std::string pattern = d.string("name");
     std::vector<config::ExpandedName> names;
     try {
@@ -450,6 +454,11 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
     if (p2p && kind != DeviceKind::PcieSwitch)
       d.fail("p2p", fmt::format("applies to devices of kind pcie-switch only, not {}",
                                 to_string(kind)));
+    // sharp (switch only): the switch reduces in the network (Device::sharp).
+    const auto sharp = d.opt_boolean("sharp");
+    if (sharp && kind != DeviceKind::Switch)
+      d.fail("sharp", fmt::format("applies to devices of kind switch only, not {}",
+                                  to_string(kind)));
     // node: a number, or "$k" = the value of the k-th bracket of the name.
     std::optional<long long> node_fixed;
     std::optional<std::size_t> node_bracket;
@@ -477,6 +486,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
                                     : static_cast<int>(node_fixed.value_or(-1));
       Device device{n.name, kind, node, latency, d.mark("name")};
       device.p2p = p2p.value_or(true);
+      device.sharp = sharp.value_or(false);
       by_name.emplace(n.name, topo.add_device(std::move(device)));
     }
   }

@@ -282,9 +282,6 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
       throw std::invalid_argument("nccl_cost: NVLS runs the Simple protocol only");
     if (intra != LinkClass::NvLink)
       throw std::invalid_argument("nccl_cost: NVLS needs NVLink through an NVSwitch");
-    if (nodes != 1)
-      throw std::invalid_argument(
-          "nccl_cost: NVLS runs in one NVLink domain (across servers: NVLSTree)");
   }
   if (algorithm == Algorithm::NvlsTree) {
     if (op != CollectiveOp::AllReduce)
@@ -295,6 +292,26 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
       throw std::invalid_argument("nccl_cost: NVLSTree needs NVLink through an NVSwitch");
   }
   if (ranks == 1) return c;  // NCCL: nothing to do (a local copy)
+  if (algorithm == Algorithm::Nvls && nodes > 1) {
+    // Across servers with SHARP (plan_nvls_sharp_allreduce): four NVLink legs (a quarter of
+    // NCCL's NVLS NVLink hop each) and the two network legs to the SHARP switch and back (half
+    // of NCCL's NVLS NET hop, 18 us, each): tuning.cc latency = intraLat + interLat. As for
+    // NVLSTree only the NVLink legs get NVLS's bandwidth factor.
+    const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s
+    c.base = Seconds(kNvlsBaseLat * kUs);
+    c.per_step_intra = Seconds(kNvlsNvlinkHopLat / 4.0 * kUs);
+    c.per_step_inter = Seconds(kNvlsNetHopLat / 2.0 * kUs);
+    c.inter_steps = 2;
+    c.steps = 6;
+    c.protocol_factor = 1.0;
+    c.bandwidth_factor =
+        options.nvls_factor() * nvls_chunk_share(algorithm, bytes, nodes, bus, options);
+    c.bandwidth_factor_net = 1.0;
+    const double lat_us = kNvlsBaseLat + kNvlsNvlinkHopLat + kNvlsNetHopLat;
+    c.latency = Seconds(lat_us * kUs);
+    c.predicted = Seconds((lat_us + bytes.bytes() / (1000.0 * bus * c.bandwidth_factor)) * kUs);
+    return c;
+  }
   if (algorithm == Algorithm::Nvls) {
     // Push and pull legs, each half of NCCL's single NVLink hop; bandwidth: the GPU port at
     // options.nvls_factor() of its effective bandwidth, S each way (algBw = that port rate).

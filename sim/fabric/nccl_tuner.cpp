@@ -10,6 +10,8 @@
 #include <span>
 #include <stdexcept>
 
+#include "gradsync/config_error.hpp"
+#include "gradsync/engine.hpp"
 #include "gradsync/fabric_defaults.hpp"
 
 namespace gradsync {
@@ -49,6 +51,7 @@ constexpr double kPerChMaxNvlsTreeBw[4][3] = {
 // (NVLS) and 20.9 (NVLSTree).
 constexpr double kNvlsNvlinkLat = 25.0;
 constexpr double kNvlsTreeNetLat = 20.9;
+constexpr double kNvlsNetLat = 18.0;  // hwLatencies[NET][NVLS][Simple]
 // device.h / comm.h: threads per channel and bytes per thread before a channel is added.
 constexpr double kMaxThreadsSimple = 512.0;  // NCCL_SIMPLE_MAX_NTHREADS
 constexpr double kMaxThreadsPcieRing = 256.0;  // Ring/Simple when channels × bw <= PCI_BW
@@ -212,6 +215,7 @@ NcclCandidate nvls_candidate(const NcclTopologyView& v, Algorithm a, CollectiveO
   c.bandwidth_GBps = bus * v.ranks / nccl_nsteps(op, v.ranks);
   c.latency_us = kNvlsNvlinkLat;
   if (a == Algorithm::NvlsTree) c.latency_us += 2.0 * nccl_log2i(v.nodes) * kNvlsTreeNetLat;
+  if (a == Algorithm::Nvls && v.nodes > 1) c.latency_us += kNvlsNetLat;  // with SHARP
   c.predicted_us = c.latency_us + bytes / (1000.0 * c.bandwidth_GBps);
   return c;
 }
@@ -317,6 +321,13 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     std::size_t i = 0;
     while (i + 1 < s.size() && (s[i] > max_path + 1e-9 || s[i] * channels > total + 1e-9)) ++i;
     v.nvls = NcclGraph{channels, s[i], s[i]};
+    if (v.nodes > 1) {
+      try {
+        (void)nvls_sharp_devices(topology, rank_devices, ppn);
+        v.sharp = true;
+      } catch (const ConfigError&) {
+      }
+    }
     v.nvls_channels = v.gpu == GpuGeneration::Blackwell
                           ? (v.nodes > 1 ? kNvlsChannelsBlackwell : kNvlsChannelsBlackwellOneNode)
                           : kNvlsChannelsHopper;
@@ -367,8 +378,12 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
   std::vector<Algorithm> algorithms;
   if (op == CollectiveOp::AllReduce) algorithms.push_back(Algorithm::Tree);
   algorithms.push_back(Algorithm::Ring);
-  if (op == CollectiveOp::AllReduce && view.nvls.channels >= 2)
+  if (op == CollectiveOp::AllReduce && view.nvls.channels >= 2) {
     algorithms.push_back(view.nodes == 1 ? Algorithm::Nvls : Algorithm::NvlsTree);
+    // NVLS across servers runs with CollNet (SHARP) only (tuning.cc: disabled unless
+    // collnetEnable when nNodes > 1).
+    if (view.nodes > 1 && view.sharp) algorithms.push_back(Algorithm::Nvls);
+  }
   for (Algorithm a : algorithms) {
     if (!ok(a)) continue;
     if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) {

@@ -91,8 +91,10 @@ class CollectiveTimer {
 // software model (which carries NVLS's bandwidth factor) and 2+ GPUs. Sets group.nvls_devices
 // empty, and *why, when neither can run.
 void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
-                   const std::vector<DeviceId>& gpus, std::uint32_t ppn, std::string* why) {
+                   const std::vector<DeviceId>& gpus, std::uint32_t ppn, bool tree,
+                   std::string* why) {
   group.nvls_devices.clear();
+  group.base.sharp_of_local.clear();
   if (gpus.size() < 2) {
     if (why) *why = "in-switch reduction needs 2 GPUs or more";
     return;
@@ -101,18 +103,22 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
     if (why) *why = "NVLS is NCCL's algorithm: the topology has software: none";
     return;
   }
-  try {
-    if (ppn >= gpus.size()) {
-      group.nvls_algorithm = Algorithm::Nvls;
-      group.nvls_devices = gpus;
-      group.nvls_devices.push_back(nvls_switch(topo, gpus));
-    } else {
-      group.nvls_algorithm = Algorithm::NvlsTree;
-      group.nvls_devices = nvls_tree_devices(topo, gpus, ppn);
+  // Across servers NVLS with SHARP where the switches reduce (NCCL's tuner prefers it to
+  // NVLSTree: the same bandwidth, one network round trip), unless NVLSTree was asked for.
+  std::vector<Algorithm> tries;
+  if (ppn >= gpus.size()) tries = {Algorithm::Nvls};
+  else if (tree) tries = {Algorithm::NvlsTree};
+  else tries = {Algorithm::Nvls, Algorithm::NvlsTree};
+  for (Algorithm a : tries) {
+    try {
+      NvlsSharpDevices d = in_switch_devices(topo, gpus, ppn, a);
+      group.nvls_algorithm = a;
+      group.nvls_devices = std::move(d.devices);
+      group.base.sharp_of_local = std::move(d.sharp_of_local);
+      return;
+    } catch (const ConfigError& e) {
+      if (why && (a == tries.back() || a == Algorithm::Nvls)) *why = e.what();
     }
-  } catch (const ConfigError& e) {
-    group.nvls_devices.clear();
-    if (why) *why = e.what();
   }
 }
 
@@ -215,7 +221,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   // NVLS where it can run. An explicit `algorithm: nvls` that cannot is bad input for the whole
   // cluster; the one-server reference then falls back to the ring.
   std::string no_nvls;
-  set_in_switch(all, topo, devices, ppn, &no_nvls);
+  set_in_switch(all, topo, devices, ppn, sc.sync.algorithm == SyncAlgorithm::NvlsTree, &no_nvls);
   const bool explicit_switch = sc.sync.algorithm == SyncAlgorithm::Nvls ||
                                sc.sync.algorithm == SyncAlgorithm::NvlsTree;
   if (explicit_switch && sc.sync.strategy == SyncStrategy::AllReduce &&
@@ -225,9 +231,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                       fmt::format("sync.algorithm: {} cannot run on these GPUs{}",
                                   to_string(sc.sync.algorithm),
                                   no_nvls.empty() ? std::string(" (one server: nvls; several: "
-                                                                "nvlstree)")
+                                                                "nvlstree, or nvls with SHARP)")
                                                   : ": " + no_nvls));
-  if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, nullptr);
+  if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, false, nullptr);
   const bool nccl = topo.software() == SoftwareModel::Nccl;
   // `auto` under NCCL runs NCCL's choice, as a real job does (AllReduce buckets).
   if (nccl && sc.sync.algorithm == SyncAlgorithm::Auto &&

@@ -160,7 +160,9 @@ class ClusterBuilder {
   }
 
   DeviceId net_switch(std::string name, const NetworkSpec& net) {
-    return device(std::move(name), DeviceKind::Switch, -1, net.origin, net.switch_latency);
+    Device sw{std::move(name), DeviceKind::Switch, -1, net.switch_latency, net.origin};
+    sw.sharp = net.sharp;
+    return topo_.add_device(std::move(sw));
   }
 
   void build_network(const NetworkSpec& net) {

@@ -22,9 +22,9 @@ and, over the checked rows of bands A-C: the median |error| of each band <= 10 %
 12 %, see BAND_MEDIAN_MAX), and each system's median |error| <= 20 %. (64 KiB rows are in the latency band and in band A.)
 The summary prints the median and worst |error| per band and per system × band.
 
-Rows left out (and said so): trust=low rows (misconfigured systems, data/README.md); SHARP and
-CollNet rows (reduction inside InfiniBand switches, not modelled); rows of systems no shipped
-topology models.
+Rows left out (and said so): trust=low rows (misconfigured systems, data/README.md); CollNet
+rows without NVLS (CollNetDirect / CollNetChain are not modelled; NVLS with InfiniBand SHARP
+is); rows of systems no shipped topology models.
 
 Python 3 standard library only. Usage:
     GRADSYNC=build/gradsync python3 test/v2/compare_nccl_tests.py [--assert] [--csv FILE]...
@@ -123,6 +123,10 @@ SYSTEMS = [
     # "Ring/NVLSTree" bar: 380 GB/s is both the Ring bound of 8 x 400G (x 0.95) and NVLSTree's
     # over more than 2 servers (an interior server's NIC carries twice its shard): auto.
     dict(prefix="GTC-DGXH100-8x400G", topology="dgx-h100-4node-ib.yaml"),
+    # The same servers with InfiniBand SHARP ("CollNet/NVLS+SHARP"): the rail switches reduce
+    # (network.sharp), and NCCL's tuner runs NVLS across the servers (auto).
+    dict(prefix="GTC-DGXH100-8x400G-SHARP", topology="dgx-h100-4node-ib.yaml",
+         overrides={"network.sharp": "true"}),
     # This bar is per NIC (10 GB/s on one 100 GbE NIC); the topology has 8 NICs per server.
     # Host-limited: the Ethernet model's host cap (tcp_model.hpp, 10 GB/s per port) covers it.
     dict(prefix="GTC-100GbE-TCP", topology="eth-100gbe-4node.yaml", busbw_divisor=8),
@@ -148,9 +152,15 @@ class Gradsync:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
                 for k, v in system["overrides"].items():
-                    text, n = re.subn(rf"(?m)^{re.escape(k)}:[^\n#]*", f"{k}: {v} ", text, count=1)
+                    if "." in k:  # section.key: a key added to a top-level block
+                        section, sub = k.split(".", 1)
+                        text, n = re.subn(rf"(?m)^({re.escape(section)}:[ \t]*(#[^\n]*)?\n)",
+                                          rf"\g<1>  {sub}: {v}\n", text, count=1)
+                    else:
+                        text, n = re.subn(rf"(?m)^{re.escape(k)}:[^\n#]*", f"{k}: {v} ", text,
+                                          count=1)
                     if n != 1:
-                        raise RuntimeError(f"{path}: no top-level '{k}:' to override")
+                        raise RuntimeError(f"{path}: no top-level '{k.split('.')[0]}:' to override")
                 name = "{}-{}.yaml".format(os.path.splitext(system["topology"])[0],
                                            "-".join(f"{k}{v}" for k, v in system["overrides"].items()))
                 path = os.path.join(self.tmp_dir, name)
@@ -235,14 +245,12 @@ def skip_reason(row):
         return "trust=low"
     if row["collective"] != "all_reduce":
         return f"collective {row['collective']}"
-    # CollNet and SHARP reduce inside InfiniBand switches, which gradsync does not model. NVLS
-    # (NVLink SHARP: the reduction in the NVSwitch) it does, so a "SHARP" row whose algorithm is
-    # NVLS is kept.
+    # InfiniBand SHARP (in-network reduction) is modelled for NVLS across servers
+    # (plan_nvls_sharp_allreduce): such rows are checked against a topology with
+    # network.sharp (SYSTEMS). CollNetDirect / CollNetChain alone are not modelled.
     algo = row["algorithm_if_known"].strip().lower()
-    nvlink_sharp = algo in ("nvls", "nvlstree")
-    if algo.startswith("collnet") or "sharp" in algo or \
-            ("sharp" in row["id"].lower() and not nvlink_sharp):
-        return f"algorithm {row['algorithm_if_known']}: gradsync has no in-network reduction"
+    if algo.startswith("collnet") and "nvls" not in algo:
+        return f"algorithm {row['algorithm_if_known']}: CollNet without NVLS is not modelled"
     return None
 
 
