@@ -136,6 +136,7 @@ TEST_CASE("routing defaults: adaptive on InfiniBand, static (ECMP) on RoCE and E
   CHECK(default_routing(Fabric::InfiniBand) == Routing::Adaptive);
   CHECK(default_routing(Fabric::Roce) == Routing::Static);
   CHECK(default_routing(Fabric::Ethernet) == Routing::Static);
+  CHECK(default_routing(Fabric::Efa) == Routing::Adaptive);  // SRD sprays packets
   CHECK(effective_routing(two_leaves(4, Fabric::InfiniBand)) == Routing::Adaptive);
   Topology t = two_leaves(4, Fabric::InfiniBand);
   t.set_routing(RoutingOptions{Routing::Static, 1, 0});

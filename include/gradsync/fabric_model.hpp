@@ -20,7 +20,9 @@ namespace gradsync {
 // The fabric's default routing when `network.routing` is not given: Adaptive on InfiniBand
 // (NCCL enables adaptive-routing sends on IB ports by default, NCCL_IB_ADAPTIVE_ROUTING=-2 ->
 // on for the IB link layer, off for RoCE: NVIDIA/nccl src/transport/net_ib; Quantum switches
-// route adaptively), Static (ECMP hashing) on RoCE and Ethernet.
+// route adaptively) and on EFA (SRD sprays every flow's packets over many paths and delivers
+// out of order: Shalev et al., "A Cloud-Optimized Transport Protocol for Elastic and Scalable
+// HPC", IEEE Micro 40(6), 2020), Static (ECMP hashing) on RoCE and Ethernet.
 [[nodiscard]] Routing default_routing(Fabric network_fabric);
 // The routing a topology runs: its `network.routing`, else default_routing() of its network
 // fabric (the fabric of its first network link; Static when it has none).

@@ -27,7 +27,9 @@ using DeviceId = std::size_t;
 using LinkId = std::size_t;
 
 enum class DeviceKind { Gpu, NvSwitch, PcieSwitch, Cpu, Nic, Switch };
-enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet };
+// Efa: AWS Elastic Fabric Adapter (SRD transport: reliable, multipath packet spraying, no PFC;
+// NCCL reaches it through the aws-ofi-nccl plugin).
+enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet, Efa };
 enum class Duplex { Full, Half };
 // The collective library whose per-step overheads apply (DESIGN.md §5.1 `software:`).
 enum class SoftwareModel { Nccl, None };
@@ -38,7 +40,7 @@ enum class SoftwareModel { Nccl, None };
 enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
 
 // Spellings used in YAML and in output ("gpu", "nvswitch", "pcie-switch", "cpu", "nic",
-// "switch"; "nvlink", "pcie", "socket", "infiniband", "roce", "ethernet").
+// "switch"; "nvlink", "pcie", "socket", "infiniband", "roce", "ethernet", "efa").
 [[nodiscard]] std::string_view to_string(DeviceKind kind);
 [[nodiscard]] std::string_view to_string(Fabric fabric);
 [[nodiscard]] std::string_view to_string(SoftwareModel software);
@@ -62,7 +64,7 @@ class Topology;
 // >= 450 Hopper (NVLink4), >= 300 Ampere (NVLink3), any other NVLink Volta; GPUs without NVLink
 // (PCIe cards) count as Hopper, NCCL model's default. Second item: true when inferred.
 [[nodiscard]] std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology);
-// True for the fabrics that connect servers (InfiniBand, RoCE, Ethernet).
+// True for the fabrics that connect servers (InfiniBand, RoCE, Ethernet, EFA).
 [[nodiscard]] bool is_network_fabric(Fabric fabric);
 
 struct Device {

@@ -41,13 +41,13 @@ constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transpor
 const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth", "latency",
                                               "efficiency", "p2p",    "nvls_efficiency"};
 const std::vector<std::string> kSoftware{"nccl", "none"};
-const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet"};
+const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet", "efa"};
 const std::vector<std::string> kShapes{"single-switch", "leaf-spine", "fat-tree",
                                        "rail-optimized"};
 const std::vector<std::string> kDeviceKinds{"gpu", "nvswitch", "pcie-switch", "cpu", "nic",
                                             "switch"};
 const std::vector<std::string> kFabrics{"nvlink", "pcie", "socket", "infiniband", "roce",
-                                        "ethernet"};
+                                        "ethernet", "efa"};
 
 // NVLS's share of the GPU port's effective NVLink bandwidth (nccl_model.hpp,
 // kNvlsBandwidthFactor), when the file overrides it.
@@ -379,6 +379,8 @@ NetworkSpec read_network(const MapReader& top) {
   // DESIGN.md §5.1's own example carries `roce:` ("roce only") under fabric: infiniband, so
   // the block is accepted and checked on every fabric, and takes effect on roce alone.
   if (r.has("roce")) {
+    if (net.fabric == Fabric::Efa)
+      r.fail("roce", "applies to fabric: roce; EFA's SRD transport has no PFC or ECN to set");
     const RoceOptions roce = read_roce(r, "roce");
     if (net.fabric == Fabric::Roce) net.roce = roce;
   }

@@ -46,7 +46,9 @@ std::optional<Routing> routing_from_string(std::string_view text) {
 }
 
 Routing default_routing(Fabric network_fabric) {
-  return network_fabric == Fabric::InfiniBand ? Routing::Adaptive : Routing::Static;
+  return network_fabric == Fabric::InfiniBand || network_fabric == Fabric::Efa
+             ? Routing::Adaptive
+             : Routing::Static;
 }
 
 Routing effective_routing(const Topology& topology) {

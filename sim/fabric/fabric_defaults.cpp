@@ -40,6 +40,12 @@ double default_efficiency(Fabric fabric) {
       // Host-limited runs (GTC-100GbE-TCP 0.80, GH-nccl209-GCP32GbE-*n8g 0.46-0.71) are
       // left to the Ethernet model's per-host cap, not folded into this value.
       return 0.94;
+    case Fabric::Efa:
+      // EFA v1 (p4d/p4de, 4 x 100G): AWS-p4dex2-2147483648, a 2-node Tree whose algbw is the
+      // inter-node rate: 41.78 / (4 x 12.5 GB/s) = 0.836. No row in the shared data pins EFA
+      // v2 (p5: its 2-node runs are bound by NVLS inside the server, AWS-p5x2-17179869184
+      // gives only >= 0.65) or v3/v4 (p5en, p6): calibrate against a run of yours.
+      return 0.84;
   }
   return 1.0;  // unreachable for valid enum values
 }

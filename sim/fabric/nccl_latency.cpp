@@ -133,7 +133,8 @@ LinkClass link_class(Fabric fabric) {
     case Fabric::Socket: return LinkClass::Pci;
     case Fabric::InfiniBand:
     case Fabric::Roce:
-    case Fabric::Ethernet: return LinkClass::Net;
+    case Fabric::Ethernet:
+    case Fabric::Efa: return LinkClass::Net;
   }
   return LinkClass::Net;
 }

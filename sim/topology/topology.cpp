@@ -26,13 +26,14 @@ constexpr std::array<std::pair<DeviceKind, std::string_view>, 6> kDeviceKindName
     {DeviceKind::Switch, "switch"},
 }};
 
-constexpr std::array<std::pair<Fabric, std::string_view>, 6> kFabricNames{{
+constexpr std::array<std::pair<Fabric, std::string_view>, 7> kFabricNames{{
     {Fabric::NvLink, "nvlink"},
     {Fabric::Pcie, "pcie"},
     {Fabric::Socket, "socket"},
     {Fabric::InfiniBand, "infiniband"},
     {Fabric::Roce, "roce"},
     {Fabric::Ethernet, "ethernet"},
+    {Fabric::Efa, "efa"},
 }};
 
 constexpr std::array<std::pair<SoftwareModel, std::string_view>, 2> kSoftwareNames{{
@@ -132,7 +133,8 @@ std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology) {
 }
 
 bool is_network_fabric(Fabric fabric) {
-  return fabric == Fabric::InfiniBand || fabric == Fabric::Roce || fabric == Fabric::Ethernet;
+  return fabric == Fabric::InfiniBand || fabric == Fabric::Roce || fabric == Fabric::Ethernet ||
+         fabric == Fabric::Efa;
 }
 
 DeviceId Topology::add_device(Device device) {
