@@ -691,5 +691,5 @@ TEST_CASE("validate_cluster rejects inconsistent servers") {
   check_rejected(spec, 3, "nics");
 
   spec = cluster(2, nvswitch_node(8, 8), network(NetworkShape::SingleSwitch, Fabric::NvLink));
-  check_rejected(spec, 9, "infiniband, roce or ethernet");
+  check_rejected(spec, 9, "infiniband, roce, ethernet or efa");
 }

@@ -229,7 +229,7 @@ TEST_CASE("unknown keys name the closest valid key") {
   }
   SUBCASE("a bad enum value lists the accepted spellings and suggests one") {
     check_error(replace(kTemplate, "fabric: infiniband", "fabric: ethrenet"), 9, 11,
-                "'ethrenet' is not one of infiniband, roce or ethernet (did you mean 'ethernet'?)");
+                "'ethrenet' is not one of infiniband, roce, ethernet or efa (did you mean 'ethernet'?)");
   }
   SUBCASE("an unknown device in a link suggests a declared one") {
     check_error(replace(kExplicit, "sw0]", "sw]"), 5, 28,

@@ -334,7 +334,7 @@ void validate_cluster(const ClusterSpec& spec) {
   if (!spec.network) return;
   const NetworkSpec& net = *spec.network;
   require(is_network_fabric(net.fabric), net.origin,
-          "network.fabric must be infiniband, roce or ethernet");
+          "network.fabric must be infiniband, roce, ethernet or efa");
   require(n.nics >= 1, n.origin, "a network: section needs node.nics >= 1");
   require(net.oversubscription >= 1.0 && net.oversubscription <= kMaxOversubscription,
           net.origin,
