@@ -1094,7 +1094,16 @@ TEST_CASE("nvlstree: switches reduce in each server, shards cross servers on two
   r.bytes = Bytes(64.0 * 1048576.0);
   const Plan plan = plan_collective(r);
   CHECK(plan.ranks == 18);
-  CHECK(plan.chunks() == 64 * 8);  // one step per MiB, at most 64, 8 shards each
+  CHECK(plan.chunks() == 64 * 8);  // one step per MiB, 8 shards each
+  // Large sizes: up to 1024 steps (the fill of 7 stages on 4 servers under 1 %), fewer where
+  // the plan would pass ~2M transfers (512 GPUs: 8 x 512 + ... per step).
+  r.bytes = Bytes(16.0 * 1073741824.0);
+  r.ranks = 32;
+  CHECK(plan_collective(r).chunks() == 1024 * 8);
+  r.ranks = 512;
+  const std::size_t steps = plan_collective(r).chunks() / 8;
+  CHECK(steps >= 64);
+  CHECK(steps < 300);
   r.op = CollectiveOp::Broadcast;
   CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
 }

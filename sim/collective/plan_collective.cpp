@@ -57,6 +57,19 @@ Plan plan_collective(const CollectiveRequest& r) {
     const double per_channel = r.bytes.bytes() / std::max<std::uint32_t>(r.channels, 1);
     return static_cast<std::uint32_t>(std::clamp(std::ceil(per_channel / 32768.0), 1.0, 256.0));
   };
+  // NVLSTree / NVLS across servers: one pipeline step per MiB, at least two (every GPU then
+  // uses both trees whatever the size: the connections a plan needs, device_pairs, must not
+  // depend on the size), at most what keeps the plan near 2M transfers, within 64..1024 steps.
+  // The fill costs (stages - 1) / steps of the bandwidth time (7 stages on 4 servers: 11 % at
+  // 64 steps, 0.6 % at 1024), which NCCL's chunks of 64-128 KiB make negligible at large sizes.
+  const auto in_switch_steps = [&]() -> std::uint32_t {
+    if (r.pipeline > 0) return r.pipeline;
+    const double ppn = std::max<std::uint32_t>(r.ranks_per_node, 1);
+    const double nodes = r.ranks / ppn;
+    const double per_step = r.ranks * (2.0 * ppn + 1.0) + 2.0 * nodes * ppn;
+    const double cap = std::clamp(std::floor(2097152.0 / per_step), 64.0, 1024.0);
+    return static_cast<std::uint32_t>(std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, cap));
+  };
   switch (r.algorithm) {
     case Algorithm::Ring: {
       RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}};
@@ -119,15 +132,9 @@ Plan plan_collective(const CollectiveRequest& r) {
       // `ranks` GPUs plus the NVSwitch as rank `ranks`. NCCL's NVLS kernels stream chunks of
       // a few hundred KiB; one chunk per 256 KiB, 1..256, keeps the fill under 1/256 of S/B
       // at large sizes while bounding the event count.
-      if (!r.sharp_of_local.empty()) {
-        // Across servers with SHARP: pipelined as NVLSTree (one step per MiB, 2..64).
-        const std::uint32_t steps =
-            r.pipeline > 0 ? r.pipeline
-                           : static_cast<std::uint32_t>(
-                                 std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, 64.0));
+      if (!r.sharp_of_local.empty())  // across servers with SHARP: pipelined as NVLSTree
         return plan_nvls_sharp_allreduce(
-            r.ranks, r.bytes, NvlsSharpOptions{r.ranks_per_node, steps, r.sharp_of_local});
-      }
+            r.ranks, r.bytes, NvlsSharpOptions{r.ranks_per_node, in_switch_steps(), r.sharp_of_local});
       const std::uint32_t pipeline =
           r.pipeline > 0 ? r.pipeline
                          : static_cast<std::uint32_t>(
@@ -136,17 +143,9 @@ Plan plan_collective(const CollectiveRequest& r) {
     }
     case Algorithm::NvlsTree: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
-      // `ranks` GPUs plus one NVSwitch rank per server. One pipeline step per MiB, 2..64: each
-      // step is cut into ranks_per_node shards (2·ppn + 4 transfers per GPU and step), and the
-      // fill of the 4 + 2·height stages stays under ~10 % of S/B from 64 MiB up. At least two
-      // steps, so that every GPU uses both trees whatever the size: the connections a plan
-      // needs (device_pairs) must not depend on the size.
-      const std::uint32_t pipeline =
-          r.pipeline > 0 ? r.pipeline
-                         : static_cast<std::uint32_t>(
-                               std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, 64.0));
+      // `ranks` GPUs plus one NVSwitch rank per server; steps: in_switch_steps().
       return plan_nvls_tree_allreduce(r.ranks, r.bytes,
-                                      NvlsTreeOptions{r.ranks_per_node, pipeline});
+                                      NvlsTreeOptions{r.ranks_per_node, in_switch_steps()});
     }
   }
   return unsupported();
