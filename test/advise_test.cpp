@@ -115,7 +115,15 @@ TEST_CASE("advise: a second server on a slow network is slower, breakeven furthe
   CHECK(t.breakeven_nodes == 2);
   REQUIRE(t.diminishing_after);
   CHECK(*t.diminishing_after == 4);
+  CHECK(t.pays_from == 1);
   CHECK(t.peak_nodes == 8);
+
+  // 1 -> 2 adds the network (1.21x), then each doubling gives >= 1.5x: scaling pays from 2 up
+  // to 8 (resnet50-pcie-2node-10gbe: one server 9829, two 11922, four 20502, eight 39514).
+  const ScalingSummary u = summarize_scaling(
+      {{1, outcome(9829)}, {2, outcome(11922)}, {4, outcome(20502)}, {8, outcome(39514)}});
+  CHECK(u.pays_from == 2);
+  CHECK(u.diminishing_after == 8);
 }
 
 TEST_CASE("advise: cheapest server count breaks near-ties toward more samples/s") {

@@ -112,9 +112,12 @@ struct ScalingSummary {
   // The fewest servers (> 1) that beat one server; unset when none of the counts tried does.
   // Equal to 2 unless a second server makes training slower (a slow network).
   std::optional<int> breakeven_nodes;
-  // The last count from which doubling the servers still gave at least 1.5× the samples/s
+  // The last count up to which doubling the servers still gave at least 1.5× the samples/s
   // (half the ideal gain of a doubling); unset when no doubling did.
   std::optional<int> diminishing_after;
+  // Where that run of doublings starts: 1, or 2 when going from one server to two (which adds
+  // the network) gave less than 1.5x.
+  std::optional<int> pays_from;
   // Lowest cost per sample, when priced; among counts within 1 % of it, the one with the most
   // samples/s (the same price per sample, sooner).
   std::optional<int> cheapest_nodes;

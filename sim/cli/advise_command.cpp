@@ -429,7 +429,16 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
     } else if (s.curve.size() > 1) {
       std::cout << "  breakeven: no server count tried beats one server — fix the network first\n";
     }
-    if (s.diminishing_after)
+    if (s.diminishing_after && s.pays_from.value_or(1) > 1)
+      std::cout << fmt::format("  scaling pays from {} up to {} servers (each doubling gives ≥ "
+                               "1.5× the samples/s; 1 → 2, which adds the network, gives "
+                               "{:.2f}×)\n",
+                               *s.pays_from, *s.diminishing_after,
+                               s.curve.size() > 1 && s.curve[0].outcome.samples_per_s > 0.0
+                                   ? s.curve[1].outcome.samples_per_s /
+                                         s.curve[0].outcome.samples_per_s
+                                   : 0.0);
+    else if (s.diminishing_after)
       std::cout << fmt::format("  scaling pays up to {} servers (each doubling until there gives "
                                "≥ 1.5× the samples/s)\n",
                                *s.diminishing_after);
@@ -502,6 +511,7 @@ Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs
                 {"peak_nodes", a.scaling.curve.empty() ? Json(nullptr) : Json(a.scaling.peak_nodes)},
                 {"breakeven_nodes", opt(a.scaling.breakeven_nodes)},
                 {"pays_up_to_nodes", opt(a.scaling.diminishing_after)},
+                {"pays_from_nodes", opt(a.scaling.pays_from)},
                 {"cheapest_nodes", opt(a.scaling.cheapest_nodes)}}},
               {"rule",
                {{"exposed_share_limit", kCommunicationBoundShare},

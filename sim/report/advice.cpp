@@ -257,15 +257,20 @@ ScalingSummary summarize_scaling(std::vector<ScalingPoint> curve) {
         s.breakeven_nodes = p.nodes;
         break;
       }
-  // Doublings: n → 2n both on the curve.
+  // Doublings: n → 2n both on the curve. The first, 1 → 2, also adds the network (its cost is
+  // what breakeven reports): when it falls short, the run of doublings is counted from 2.
   for (const ScalingPoint& p : s.curve) {
     const auto twice = std::find_if(s.curve.begin(), s.curve.end(),
                                     [&](const ScalingPoint& q) { return q.nodes == 2 * p.nodes; });
     if (twice == s.curve.end() || p.outcome.samples_per_s <= 0.0) continue;
-    if (twice->outcome.samples_per_s >= 1.5 * p.outcome.samples_per_s)
+    if (twice->outcome.samples_per_s >= 1.5 * p.outcome.samples_per_s) {
       s.diminishing_after = twice->nodes;
-    else
+      if (!s.pays_from) s.pays_from = p.nodes;
+    } else if (p.nodes == 1 && !s.diminishing_after) {
+      continue;
+    } else {
       break;
+    }
   }
   return s;
 }
