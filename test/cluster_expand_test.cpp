@@ -333,6 +333,31 @@ TEST_CASE("single switch: one switch, nodes x NICs network links at the NIC rate
         "n0.gpu2 n0.nic2 switch n3.nic5 n3.gpu5");
 }
 
+TEST_CASE("direct: two servers cabled back to back, NIC k to NIC k, no switch") {
+  NodeSpec pcie = nvswitch_node(4, 2);
+  pcie.intra = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(32e9), 500_ns, 1.0, {}};
+  pcie.intra_shape = IntraShape::RootComplex;
+  const Topology t = expand_cluster(cluster(2, pcie, network(NetworkShape::Direct)));
+  CHECK(count_kind(t, DeviceKind::Switch) == 0);
+  const auto ib = links_of(t, Fabric::InfiniBand);
+  REQUIRE(ib.size() == 2);
+  for (const Link& l : ib) {
+    CHECK(t.device(l.a).name.substr(3) == t.device(l.b).name.substr(3));  // nicK <-> nicK
+    CHECK(t.device(l.a).node != t.device(l.b).node);
+  }
+  const Router router(t);
+  const std::string r = route_names(t, router.route(id_of(t, "n0.gpu2"), id_of(t, "n1.gpu3")));
+  CHECK((r == "n0.gpu2 n0.cpu0 n0.nic0 n1.nic0 n1.cpu0 n1.gpu3" ||
+         r == "n0.gpu2 n0.cpu0 n0.nic1 n1.nic1 n1.cpu0 n1.gpu3"));
+  CHECK_THROWS_WITH_AS(
+      validate_cluster(cluster(2, nvswitch_node(8, 8), network(NetworkShape::Direct))),
+      doctest::Contains("node.nics: 1 on NVLink servers"), ConfigError);
+  CHECK_THROWS_WITH_AS(
+      validate_cluster(cluster(3, nvswitch_node(8, 8), network(NetworkShape::Direct))),
+      doctest::Contains("shape: direct cables two servers back to back, and nodes is 3"),
+      ConfigError);
+}
+
 TEST_CASE("leaf-spine 16 nodes x 8 NICs, 4 per leaf, 2:1 -> 4 leaves, 16 spines") {
   NetworkSpec net = network(NetworkShape::LeafSpine);
   net.hosts_per_leaf = 4;

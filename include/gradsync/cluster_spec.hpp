@@ -10,6 +10,7 @@
 //   └──────────────────────────────┘           fat-tree      : 3-level k-ary fat tree (k = radix)
 //                                              rail-optimized: NIC i of every server on rail
 //                                                              switch i, rails joined by spines
+//                                              direct        : 2 servers, NIC i to NIC i
 #pragma once
 
 #include <optional>
@@ -57,7 +58,8 @@ struct NodeSpec {
   SourceMark origin;
 };
 
-enum class NetworkShape { SingleSwitch, LeafSpine, FatTree, RailOptimized };
+// Direct: two servers and no switch, NIC k of one cabled to NIC k of the other.
+enum class NetworkShape { SingleSwitch, LeafSpine, FatTree, RailOptimized, Direct };
 
 struct NetworkSpec {
   Fabric fabric = Fabric::InfiniBand;

@@ -43,7 +43,7 @@ const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth
 const std::vector<std::string> kSoftware{"nccl", "none"};
 const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet", "efa"};
 const std::vector<std::string> kShapes{"single-switch", "leaf-spine", "fat-tree",
-                                       "rail-optimized"};
+                                       "rail-optimized", "direct"};
 const std::vector<std::string> kDeviceKinds{"gpu", "nvswitch", "pcie-switch", "cpu", "nic",
                                             "switch"};
 const std::vector<std::string> kFabrics{"nvlink", "pcie", "socket", "infiniband", "roce",
@@ -369,7 +369,10 @@ NetworkSpec read_network(const MapReader& top) {
     throw ConfigError(r.mark(), "missing required key 'hosts_per_leaf' in network "
                                 "(servers per leaf switch, for shape: leaf-spine)");
   net.link_latency = link_latency(r, "link_latency");
-  net.switch_latency = link_latency(r, "switch_latency");
+  // A direct cable crosses no switch: switch_latency is optional there (and unused).
+  net.switch_latency = net.shape == NetworkShape::Direct && !r.has("switch_latency")
+                           ? Seconds(0.0)
+                           : link_latency(r, "switch_latency");
   net.efficiency = efficiency_of(r);
   net.routing = read_routing(r);
   net.sharp = r.opt_boolean("sharp").value_or(false);

@@ -25,11 +25,12 @@ constexpr double kMaxOversubscription = 64.0;
 constexpr int kMaxRadix = 256;
 constexpr int kMaxSpines = 4096;
 
-constexpr std::array<std::pair<NetworkShape, std::string_view>, 4> kShapeNames{{
+constexpr std::array<std::pair<NetworkShape, std::string_view>, 5> kShapeNames{{
     {NetworkShape::SingleSwitch, "single-switch"},
     {NetworkShape::LeafSpine, "leaf-spine"},
     {NetworkShape::FatTree, "fat-tree"},
     {NetworkShape::RailOptimized, "rail-optimized"},
+    {NetworkShape::Direct, "direct"},
 }};
 
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
@@ -202,6 +203,12 @@ class ClusterBuilder {
       case NetworkShape::FatTree:
         fat_tree(net);
         break;
+      case NetworkShape::Direct:
+        // Two servers cabled back to back: NIC k of server 0 to NIC k of server 1.
+        for (int k = 0; k < per_node; ++k)
+          net_link(nics_[static_cast<std::size_t>(k)],
+                   nics_[static_cast<std::size_t>(per_node + k)], net, nic_bw);
+        break;
     }
   }
 
@@ -371,6 +378,16 @@ void validate_cluster(const ClusterSpec& spec) {
       }
       break;
     }
+    case NetworkShape::Direct:
+      require(spec.nodes == 2, net.origin,
+              fmt::format("shape: direct cables two servers back to back, and nodes is {}",
+                          spec.nodes));
+      // NIC k reaches only NIC k: on an NVLink server with several NICs a GPU reaches only
+      // its own NIC's peer (GPUs do not forward; NCCL's PXN through a peer GPU is not modelled).
+      require(n.intra.fabric != Fabric::NvLink || n.nics == 1, net.origin,
+              "shape: direct needs every GPU to reach every NIC of its server: PCIe servers, or "
+              "node.nics: 1 on NVLink servers (use single-switch for a NIC per GPU)");
+      break;
     case NetworkShape::SingleSwitch:
     case NetworkShape::RailOptimized:
       break;
