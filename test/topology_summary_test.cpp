@@ -243,6 +243,12 @@ TEST_CASE("2-node cluster: per-GPU network bandwidth is the worst server's NICs 
   CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(100.0));
   CHECK(s.oversubscription == doctest::Approx(1.0));  // one switch, no uplinks
   CHECK(s.diameter_hops == 6);  // gpu - pcie - nic - switch - nic - pcie - gpu
+  // NIC rails: server 0's GPUs split their traffic over its 4 NICs, server 1's over 2; every
+  // NIC serves the 8 GPUs of its PCIe switch. No switch reduces in the network.
+  CHECK(s.rail_nics_min == 2);
+  CHECK(s.rail_nics_max == 4);
+  CHECK(s.gpus_per_nic_max == 8);
+  CHECK(s.sharp_switches == 0);
 }
 
 TEST_CASE("single server: no network bandwidth") {

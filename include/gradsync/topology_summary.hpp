@@ -33,6 +33,12 @@ struct TopologySummary {
   // Worst switch ratio of host-facing to switch-facing bandwidth (1 = non-blocking).
   double oversubscription = 1.0;
   std::size_t diameter_hops = 0;  // longest shortest route between two GPUs, in links
+  // NIC rails (rail_nics() in fabric_model.hpp): the fewest and most NICs a GPU's traffic
+  // between servers is split over, and the most GPUs sharing one such NIC (0 without NICs).
+  std::size_t rail_nics_min = 0;
+  std::size_t rail_nics_max = 0;
+  std::size_t gpus_per_nic_max = 0;
+  std::size_t sharp_switches = 0;  // network switches that reduce in the network (SHARP)
 };
 
 [[nodiscard]] TopologySummary summarize(const Topology& topology);

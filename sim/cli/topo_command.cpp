@@ -50,6 +50,9 @@ nlohmann::ordered_json summary_json(const TopologySummary& s) {
       {"bisection_bandwidth_GBps", gigabytes_per_second(s.bisection_bandwidth)},
       {"oversubscription", s.oversubscription},
       {"diameter_hops", s.diameter_hops},
+      {"rail_nics_per_gpu", {{"min", s.rail_nics_min}, {"max", s.rail_nics_max}}},
+      {"gpus_per_nic_max", s.gpus_per_nic_max},
+      {"sharp_switches", s.sharp_switches},
   };
 }
 

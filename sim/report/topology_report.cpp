@@ -7,6 +7,7 @@
 //   devices                 32 gpu, 4 nvswitch, 32 nic, 12 switch
 //   links: nvlink           32 links, 14.4 TB/s total line rate
 //   ...
+//   NIC rails               2 NICs per GPU (its traffic between servers split over them), ...
 //   oversubscription        1:1 (host-facing : switch-facing, worst switch)
 //   diameter                6 hops between GPUs
 #include <algorithm>
@@ -83,6 +84,22 @@ std::string format_summary(const TopologySummary& s) {
        s.nodes <= 1 ? std::string("none (single node)")
                     : fmt::format("{} per GPU, per direction (server NICs / GPUs)",
                                   format_rate(s.gpu_network_bandwidth)));
+  if (s.nodes > 1 && s.rail_nics_max > 0) {
+    const std::string per_gpu =
+        s.rail_nics_min == s.rail_nics_max
+            ? plural(s.rail_nics_max, "NIC", "NICs")
+            : fmt::format("{}-{} NICs", s.rail_nics_min, s.rail_nics_max);
+    line(out, "NIC rails",
+         fmt::format("{} per GPU{}, {}", per_gpu,
+                     s.rail_nics_max > 1 ? " (its traffic between servers split over them)" : "",
+                     s.gpus_per_nic_max <= 1
+                         ? std::string("none shared")
+                         : fmt::format("shared by up to {} GPUs", s.gpus_per_nic_max)));
+  }
+  if (s.sharp_switches > 0)
+    line(out, "in-network reduction",
+         fmt::format("SHARP on {} (NVLS across servers)",
+                     plural(s.sharp_switches, "switch", "switches")));
   line(out, "bisection bandwidth",
        fmt::format("{} (first half of the ranks to the second, line rate)",
                    format_rate(s.bisection_bandwidth)));

@@ -9,6 +9,10 @@
 //     n² routes; eccentricity bounds keep it to a few searches on real clusters.
 #include "gradsync/topology_summary.hpp"
 
+#include <map>
+
+#include "gradsync/fabric_model.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -365,6 +369,17 @@ TopologySummary summarize(const Topology& topology) {
   }
   summary.oversubscription = worst_oversubscription(topology);
   summary.diameter_hops = gpu_diameter(topology);
+  std::map<DeviceId, std::size_t> users;  // GPUs per rail NIC
+  for (DeviceId g : topology.gpus()) {
+    const std::vector<RailNic> rails = rail_nics(topology, g);
+    if (rails.empty()) continue;
+    summary.rail_nics_min =
+        summary.rail_nics_max == 0 ? rails.size() : std::min(summary.rail_nics_min, rails.size());
+    summary.rail_nics_max = std::max(summary.rail_nics_max, rails.size());
+    for (const RailNic& r : rails) ++users[r.nic];
+  }
+  for (const auto& [nic, n] : users) summary.gpus_per_nic_max = std::max(summary.gpus_per_nic_max, n);
+  for (const Device& d : topology.devices()) summary.sharp_switches += d.sharp ? 1 : 0;
   return summary;
 }
 
