@@ -17,9 +17,9 @@ apart, with their reason):
     latency   <= 64 KiB       every row's time within 2x of the measured time
     A         64 KiB - 1 MiB  busbw error per row within 35 %
     B         1 MiB - 64 MiB  busbw error per row within 30 %   (DDP buckets; protocol switches)
-    C         >= 64 MiB       busbw error per row within 15 %
+    C         >= 64 MiB       busbw error per row within 12 %
 and, over the checked rows of bands A-C: the median |error| of each band <= 10 % (band A:
-12 %, see BAND_MEDIAN_MAX), and each system's median |error| <= 20 %. (64 KiB rows are in the latency band and in band A.)
+12 %, band C: 5 %, see BAND_MEDIAN_MAX), and each system's median |error| <= 20 %. (64 KiB rows are in the latency band and in band A.)
 The summary prints the median and worst |error| per band and per system × band.
 
 Rows left out (and said so): trust=low rows (misconfigured systems, data/README.md); CollNet
@@ -51,11 +51,13 @@ LATENCY_MAX_BYTES = 64 * KiB
 # (name, lowest size, highest size excluded, per-row |busbw error| tolerance)
 BANDS = (("A", 64 * KiB, 1 * MiB, 0.35),
          ("B", 1 * MiB, 64 * MiB, 0.30),
-         ("C", 64 * MiB, float("inf"), 0.15))
+         ("C", 64 * MiB, float("inf"), 0.12))
 # Median |busbw error| allowed per band. The goal is 10 % in every band; band A is gated at
 # 12 % until its EFA rows are modelled (11.0 % now: AWS-p4dex2 64-512 KiB run
 # 14-29 % slower than gradsync's LL, see sim/fabric/README.md), so that it cannot get worse.
-BAND_MEDIAN_MAX = {"A": 0.12, "B": 0.10, "C": 0.10}
+# Band C is gated at 5 % (2.7 % now; its worst checked row 11.6 %, under the 12 % per row), so
+# that what it reached cannot slip back.
+BAND_MEDIAN_MAX = {"A": 0.12, "B": 0.10, "C": 0.05}
 SYSTEM_MEDIAN_MAX = 0.20
 PEAK_BYTES = 16 * GiB        # size simulated for rows that give only a peak busbw (the largest
                              # size of the file's sweeps, MLE-A100x8-*, AWS-p5x*-*)
