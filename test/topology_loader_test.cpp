@@ -495,3 +495,27 @@ network: {fabric: infiniband, shape: rail-optimized, link_latency: 600ns, switch
   CHECK_THROWS_WITH_AS(load_topology_text(with("1025"), "nvl72.yaml"),
                        doctest::Contains("nics"), ConfigError);
 }
+
+TEST_CASE("sharp: on an explicit switch, and network.sharp on a template's switches") {
+  const TopologyFile e = load_good("explicit_sharp");
+  const Device& ib = e.topology.device(*e.topology.find_device("ib"));
+  CHECK(ib.sharp);
+  CHECK_FALSE(e.topology.device(*e.topology.find_device("n0.nvs")).sharp);
+  const std::string tmpl = R"(nodes: 2
+node:
+  gpus: 8
+  intra: {fabric: nvlink, switch: true, bandwidth: 450GB/s, latency: 300ns}
+  nics: 8
+  nic_bandwidth: 400Gbps
+  pcie: {bandwidth: 64GB/s, latency: 500ns}
+network: {fabric: infiniband, shape: rail-optimized, link_latency: 600ns, switch_latency: 200ns, sharp: true}
+)";
+  const TopologyFile t = load_topology_text(tmpl, "sharp.yaml");
+  std::size_t sharp = 0, switches = 0;
+  for (const Device& d : t.topology.devices()) {
+    switches += d.kind == DeviceKind::Switch ? 1 : 0;
+    sharp += d.sharp ? 1 : 0;
+  }
+  CHECK(switches >= 8);  // a rail switch per NIC index, and the spines joining them
+  CHECK(sharp == switches);
+}
