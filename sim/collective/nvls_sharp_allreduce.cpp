@@ -35,13 +35,7 @@ Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpO
   constexpr const char* kPlanner = "plan_nvls_sharp_allreduce";
   const std::uint32_t ppn = options.ranks_per_node;
   const std::uint32_t chunks = options.pipeline;
-  detail::require(gpus >= 1, kPlanner, "needs at least one GPU");
-  detail::require(ppn >= 1 && gpus % ppn == 0, kPlanner,
-                  fmt::format("ranks_per_node {} does not divide {} GPUs", ppn, gpus));
-  detail::require(ppn <= 256, kPlanner, "at most 256 GPUs per server");
-  detail::require(chunks >= 1 && chunks <= 65536, kPlanner,
-                  fmt::format("pipeline must be 1..65536, got {}", chunks));
-  detail::require(bytes.bytes() >= 0.0, kPlanner, "negative size");
+  detail::require_servers(kPlanner, gpus, ppn, chunks, bytes.bytes());
   detail::require(options.sharp_of_local.size() == ppn, kPlanner,
                   "one SHARP switch per local GPU index");
   std::uint32_t sharp_switches = 0;

@@ -17,6 +17,20 @@ inline void require(bool ok, const char* planner, const std::string& what) {
   if (!ok) throw std::invalid_argument(std::string(planner) + ": " + what);
 }
 
+// The checks of the in-switch planners over servers (NVLSTree, NVLS with SHARP): GPUs in whole
+// servers of 1..256, 1..65536 pipeline steps, a size >= 0.
+inline void require_servers(const char* planner, std::uint32_t gpus, std::uint32_t ppn,
+                            std::uint32_t steps, double bytes) {
+  require(gpus >= 1, planner, "needs at least one GPU");
+  require(ppn >= 1 && gpus % ppn == 0, planner,
+          "ranks_per_node " + std::to_string(ppn) + " does not divide " + std::to_string(gpus) +
+              " GPUs");
+  require(ppn <= 256, planner, "at most 256 GPUs per server");
+  require(steps >= 1 && steps <= 65536, planner,
+          "pipeline must be 1..65536, got " + std::to_string(steps));
+  require(bytes >= 0.0, planner, "negative size");
+}
+
 // The transfers of one appended pass, laid out step by step, member by member, lane by lane.
 struct RingPass {
   TransferId first = kNoTransfer;
