@@ -557,6 +557,18 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
       topo.add_link(link);
     }
   }
+  // SHARP is InfiniBand's in-network reduction: a sharp switch reduces what reaches it over
+  // InfiniBand only.
+  for (DeviceId id = 0; id < topo.devices().size(); ++id) {
+    const Device& d = topo.device(id);
+    if (!d.sharp) continue;
+    for (LinkId l : topo.links_of(id))
+      if (topo.link(l).fabric != Fabric::InfiniBand)
+        throw ConfigError(d.origin,
+                          fmt::format("device.sharp: switch '{}' has a link of fabric {}; in-network "
+                                      "reduction (SHARP) needs InfiniBand links only",
+                                      d.name, to_string(topo.link(l).fabric)));
+  }
   topo.validate();
   return topo;
 }
