@@ -9,6 +9,7 @@
 //                                      and flow fidelity agree within 10 % for every algorithm
 // An ideal star: every GPU on one switch, efficiency 1, zero switch latency, no software model.
 // Prints one line per check and "N passed, N failed"; exits 1 on any failure.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -190,6 +191,31 @@ int main(int argc, char** argv) {
       check("ring bytes on gpu0's downlink n=" + std::to_string(n), flow.bytes_b_to_a.at(0),
             2.0 * (n - 1) / n * s, 1e-3);  // whole-byte chunks
     }
+    // Progress (Simulation::set_progress, due at once): reported while the run goes on, with
+    // done <= total and the simulated clock not past the run's end; the answer unchanged.
+    const Plan big = plan_for(Algorithm::Ring, sizes.back());
+    const Fidelity fidelity =
+        big.transfers.size() <= kAutoStepTransfers ? Fidelity::Step : Fidelity::Flow;
+    const double before = sim.run_plan(big, ranks, fidelity).time.seconds();
+    std::size_t reports = 0;
+    bool sane = true;
+    double last_simulated = 0.0;
+    sim.set_progress(
+        [&](const RunProgress& r) {
+          ++reports;
+          sane = sane && r.done <= r.total && r.simulated.seconds() >= 0.0;
+          last_simulated = r.simulated.seconds();
+        },
+        std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    const double with = sim.run_plan(big, ranks, fidelity).time.seconds();
+    sim.set_progress({});
+    if (big.transfers.size() >= 4096 && fidelity == Fidelity::Step)
+      check("progress reports while a step run goes, n=" + std::to_string(n),
+            reports > 0 ? 1.0 : 0.0, 1.0, 0.0);
+    check("progress done <= total, n=" + std::to_string(n), sane ? 1.0 : 0.0, 1.0, 0.0);
+    check("progress simulated clock within the run, n=" + std::to_string(n),
+          last_simulated <= with * (1 + 1e-9) ? 1.0 : 0.0, 1.0, 0.0);
+    check("progress leaves the answer unchanged, n=" + std::to_string(n), with, before, 1e-12);
   } else if (what == "tree") {
     auto pairs = device_pairs(plan_for(Algorithm::Ring, 1024.0), ranks);
     const auto tree_pairs = device_pairs(plan_for(Algorithm::Tree, 1024.0), ranks);

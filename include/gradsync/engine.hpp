@@ -18,8 +18,10 @@
 // callbacks, and each is released as soon as it completes (memory follows concurrent flows).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,6 +126,14 @@ struct PlanTiming {
   std::vector<double> bytes_b_to_a;
 };
 
+// How far a run_plan() has got, for progress on a terminal (Simulation::set_progress).
+struct RunProgress {
+  std::size_t done = 0;   // transfers (step fidelity) or flows (flow fidelity) finished
+  std::size_t total = 0;  // of this run (flow fidelity: of the current phase)
+  bool flows = false;     // flow fidelity: `done` and `total` count flows
+  Seconds simulated{0.0};  // simulated time since the run started
+};
+
 class Simulation {
  public:
   // `simgrid_args` are SimGrid options such as "--cfg=contexts/factory:thread".
@@ -138,6 +148,11 @@ class Simulation {
   // Runs one plan to completion (plans run one after another on the same platform).
   PlanTiming run_plan(const Plan& plan, const std::vector<DeviceId>& rank_devices,
                       Fidelity fidelity = Fidelity::Auto);
+  // Called during a run_plan() that has lasted over `after` of wall time, then at most every
+  // `every`; empty (the default): never. Never changes what is simulated.
+  void set_progress(std::function<void(const RunProgress&)> report,
+                    std::chrono::milliseconds after = std::chrono::milliseconds(2000),
+                    std::chrono::milliseconds every = std::chrono::milliseconds(500));
 
  private:
   struct Impl;

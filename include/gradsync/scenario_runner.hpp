@@ -8,6 +8,7 @@
 // SimGrid simulation per process: call run_scenario() at most once per process.
 #pragma once
 
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ namespace gradsync {
 struct RunOptions {
   std::vector<std::string> simgrid_args;  // e.g. "--cfg=contexts/factory:thread"
   Fidelity fidelity = Fidelity::Auto;
+  // Progress of collectives that run long (Simulation::set_progress); empty: none.
+  std::function<void(const RunProgress&)> progress;
 };
 
 // Load of one topology link over a step, in its busier direction.

@@ -312,10 +312,20 @@ void run_bench(const BenchOptions& o) {
     into.fidelity = std::string(to_string(t.fidelity));
   };
   std::vector<Row> rows;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (progress)
-      std::cerr << fmt::format("\r[{}/{}] {} ...", i + 1, sizes.size(), format_size(Bytes(sizes[i])))
+  std::string progress_row;  // "[i/N] SIZE"
+  if (progress)
+    sim.set_progress([&](const RunProgress& r) {
+      std::cerr << fmt::format("\r{} ... {:.0f} % of {} {}, {:.3g} ms simulated   ",
+                               progress_row,
+                               100.0 * static_cast<double>(r.done) /
+                                   static_cast<double>(std::max<std::size_t>(r.total, 1)),
+                               r.total, r.flows ? "flows" : "transfers",
+                               r.simulated.seconds() * 1e3)
                 << std::flush;
+    });
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    progress_row = fmt::format("[{}/{}] {}", i + 1, sizes.size(), format_size(Bytes(sizes[i])));
+    if (progress) std::cerr << "\r" << progress_row << " ..." << std::string(40, ' ') << std::flush;
     Row row{};
     if (nccl_auto) simulate(nccl_tune(*view, *op, Bytes(sizes[i])).algorithm, sizes[i], row);
     if (!nccl_auto || o.best) {
@@ -336,7 +346,7 @@ void run_bench(const BenchOptions& o) {
     row.best_busbw = row.best_time_us > 0 ? sizes[i] / (row.best_time_us * 1e-6) / 1e9 * factor : 0.0;
     rows.push_back(row);
   }
-  if (progress) std::cerr << "\r" << std::string(40, ' ') << "\r";
+  if (progress) std::cerr << "\r" << std::string(80, ' ') << "\r";
 
   if (log) {
     print_comparison(o, topo, *log, rows, n, ppn);

@@ -2,6 +2,9 @@
 // Simulates a training step of the scenario on its cluster and prints where the time goes:
 // compute, communication and the part of it that is exposed, throughput, scaling, the busiest
 // links and the verdict users act on (DESIGN.md §1, §6).
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -238,7 +241,23 @@ void run(const RunCliOptions& o) {
   options.fidelity = o.fidelity == "step" ? Fidelity::Step
                      : o.fidelity == "flow" ? Fidelity::Flow
                                             : Fidelity::Auto;
+  // Progress on a terminal for collectives that simulate for over 2 s (stderr; silent with
+  // --json or when stderr is not a terminal).
+  const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
+  bool shown = false;
+  if (progress)
+    options.progress = [&shown](const RunProgress& r) {
+      shown = true;
+      std::cerr << fmt::format("\rsimulating a collective: {:.0f} % of {} {}, {:.3g} ms "
+                               "simulated   ",
+                               100.0 * static_cast<double>(r.done) /
+                                   static_cast<double>(std::max<std::size_t>(r.total, 1)),
+                               r.total, r.flows ? "flows" : "transfers",
+                               r.simulated.seconds() * 1e3)
+                << std::flush;
+    };
   const ScenarioResult result = run_scenario(loaded, options);
+  if (shown) std::cerr << "\r" << std::string(80, ' ') << "\r" << std::flush;
   const auto json = result_json(result, loaded);
   if (o.json)
     std::cout << json.dump(2) << '\n';

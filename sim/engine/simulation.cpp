@@ -9,6 +9,7 @@
 #include <simgrid/s4u/NetZone.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -68,6 +69,26 @@ struct Simulation::Impl {
   // nodes (step fidelity), for the collective's latency (nccl_collective_latency).
   Seconds nccl_intra_route_latency{0.0};
   Seconds nccl_inter_route_latency{0.0};
+
+  // Progress on a terminal (Simulation::set_progress): checked every kProgressStride
+  // completions against the wall clock.
+  static constexpr std::size_t kProgressStride = 1024;
+  std::function<void(const RunProgress&)> progress;
+  std::chrono::milliseconds progress_after{2000};
+  std::chrono::milliseconds progress_every{500};
+  std::chrono::steady_clock::time_point run_started;
+  std::chrono::steady_clock::time_point progress_shown;
+  std::size_t completions = 0;   // this run (or flow phase)
+  std::size_t run_total = 0;
+  double run_t0 = 0.0;
+  void note_completion() {
+    if (!progress || ++completions % kProgressStride != 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - run_started < progress_after || now - progress_shown < progress_every) return;
+    progress_shown = now;
+    progress(RunProgress{completions, run_total, flow_mode,
+                         Seconds(sg4::Engine::get_clock() - run_t0)});
+  }
 
   // The run in progress.
   const Plan* plan = nullptr;
@@ -618,6 +639,7 @@ struct Simulation::Impl {
     in_flight_by_start.erase(it->second.seq);
     in_flight.erase(it);
     if (roce_tier == RoceTier::PfcWithoutEcn) recover_capped_flows(done_src, done_dst, done_qp);
+    note_completion();
     if (flow_mode) {
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       --flows_left;
@@ -641,6 +663,11 @@ struct Simulation::Impl {
     pair_bytes.clear();
     const double t0 = sg4::Engine::get_clock();
     last_arrival = t0;
+    run_t0 = t0;
+    run_started = progress_shown = std::chrono::steady_clock::now();
+    progress_shown -= progress_every;
+    completions = 0;
+    run_total = p.transfers.size();
     const Fidelity fidelity = resolve_fidelity(requested, p);
     nccl_run_cost.reset();
     nccl_intra_route_latency = nccl_inter_route_latency = Seconds(0.0);
@@ -812,6 +839,8 @@ struct Simulation::Impl {
                           : FlowLatency{steps, fill_s};
       }
       flows_left = pf.flows.size();
+      completions = 0;
+      run_total = pf.flows.size();
       for (const auto& [key, b] : pf.flows)
         start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
       flush_deferred();
@@ -829,6 +858,13 @@ Simulation::~Simulation() = default;
 
 void Simulation::build(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
   impl_->build(pairs);
+}
+
+void Simulation::set_progress(std::function<void(const RunProgress&)> report,
+                              std::chrono::milliseconds after, std::chrono::milliseconds every) {
+  impl_->progress = std::move(report);
+  impl_->progress_after = after;
+  impl_->progress_every = every;
 }
 
 PlanTiming Simulation::run_plan(const Plan& plan, const std::vector<DeviceId>& rank_devices,

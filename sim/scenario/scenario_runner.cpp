@@ -244,6 +244,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   }
 
   Simulation sim(topo, options.simgrid_args);
+  if (options.progress) sim.set_progress(options.progress);
   {
     std::vector<std::pair<DeviceId, DeviceId>> pairs;
     auto add_pairs = [&](const CollectiveTimer::Group& g, std::uint32_t group_ranks) {
