@@ -857,6 +857,13 @@ TEST_CASE("split_bytes: whole floors, the last part takes the remainder") {
   CHECK_THROWS_AS((void)split_bytes(Bytes{1.0}, 0), std::invalid_argument);
 }
 
+TEST_CASE("a plan beyond the transfers one plan holds is refused with its size, not allocated") {
+  // 16,384 ranks on 8 channels: 2 x 16383 x 16384 x 8 = 4.3G transfers (120 GB).
+  CHECK_THROWS_WITH_AS((void)plan_ring_allreduce(16384, 1_MiB, {.channels = 8}),
+                       doctest::Contains("4294M transfers (120 GB)"), std::invalid_argument);
+  CHECK_NOTHROW((void)plan_ring_allreduce(1024, 1_MiB, {.channels = 8}));  // 16.8M
+}
+
 TEST_CASE("names of operations, algorithms and transfer kinds") {
   CHECK(to_string(CollectiveOp::AllReduce) == "allreduce");
   CHECK(to_string(CollectiveOp::ReduceScatter) == "reducescatter");

@@ -38,7 +38,7 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
   plan.chunk_bytes = split_bytes(bytes, static_cast<std::uint32_t>(chunks));
   plan.steps = ranks - 1;
   plan.channels = options.channels;
-  plan.transfers.reserve(chunks * (ranks - 1));
+  detail::reserve_transfers(plan, chunks * (ranks - 1), planner);
 
   // Channel ch's chain follows its ring order (options.orders[ch], else 0, 1, …, n-1): position
   // p of the chain sends to position p+1; Broadcast starts at the root, Reduce ends there.

@@ -44,7 +44,7 @@ Plan plan_hierarchical_allreduce(std::uint32_t ranks, Bytes bytes,
   plan.chunk_bytes = split_bytes(bytes, ranks * pipeline);
   plan.steps = 2 * (ppn - 1) + 2 * (nodes - 1);
   plan.channels = ppn;
-  plan.transfers.reserve(total);
+  detail::reserve_transfers(plan, total, kPlanner);
 
   const std::uint32_t part_chunks = nodes * pipeline;  // chunks of one part l
   const auto channel_of = [&](std::uint32_t chunk) {

@@ -42,7 +42,7 @@ Plan plan_nvls_allreduce(std::uint32_t workers, Bytes bytes, const NvlsOptions& 
   plan.chunk_bytes = split_bytes(bytes, chunks);
   plan.channels = 1;
   plan.chunk_owner.assign(chunks, server);
-  plan.transfers.reserve(std::size_t{2} * workers * chunks);
+  detail::reserve_transfers(plan, std::uint64_t{2} * workers * chunks, kPlanner);
 
   std::vector<TransferId> last_push(workers, kNoTransfer);
   std::vector<TransferId> last_pull(workers, kNoTransfer);

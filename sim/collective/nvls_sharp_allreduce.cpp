@@ -56,7 +56,7 @@ Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpO
   plan.total_bytes = bytes;
   plan.chunk_bytes = split_bytes(bytes, chunks * ppn);
   plan.channels = 1;
-  plan.transfers.reserve(per_step * chunks);
+  detail::reserve_transfers(plan, per_step * chunks, kPlanner);
 
   const auto gpu = [&](std::uint32_t node, std::uint32_t local) { return node * ppn + local; };
   const auto nvswitch = [&](std::uint32_t node) { return gpus + node; };

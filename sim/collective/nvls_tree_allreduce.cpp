@@ -67,7 +67,7 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
   plan.total_bytes = bytes;
   plan.chunk_bytes = split_bytes(bytes, chunks * ppn);
   plan.channels = 2;
-  plan.transfers.reserve(per_step * chunks);
+  detail::reserve_transfers(plan, per_step * chunks, kPlanner);
 
   const std::array<BinaryTree, 2> trees = build_double_binary_tree(nodes);
   const std::array<std::vector<std::uint32_t>, 2> order{bottom_up(trees[0]), bottom_up(trees[1])};

@@ -45,7 +45,7 @@ Plan plan_parameter_server_allreduce(std::uint32_t workers, Bytes bytes,
     plan.chunk_owner[j] = dedicated
                               ? workers + j
                               : static_cast<std::uint32_t>(std::uint64_t{j} * workers / k);
-  plan.transfers.reserve(std::size_t{2} * workers * k);
+  detail::reserve_transfers(plan, std::uint64_t{2} * workers * k, kPlanner);
 
   std::vector<std::vector<TransferId>> pushes(k);
   for (std::uint32_t i = 0; i < workers; ++i) {

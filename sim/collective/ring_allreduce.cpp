@@ -52,7 +52,7 @@ Plan ring_base(CollectiveOp op, std::uint32_t ranks, Bytes bytes, const RingOpti
   plan.chunk_bytes = split_bytes(bytes, ranks * layout.lanes);
   plan.steps = static_cast<std::uint32_t>(passes * (ranks - 1));
   plan.channels = options.channels;
-  plan.transfers.reserve(passes * (ranks - 1) * ranks * layout.lanes);
+  detail::reserve_transfers(plan, passes * (ranks - 1) * ranks * layout.lanes, "plan_ring");
   return plan;
 }
 

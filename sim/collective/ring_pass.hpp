@@ -17,6 +17,22 @@ inline void require(bool ok, const char* planner, const std::string& what) {
   if (!ok) throw std::invalid_argument(std::string(planner) + ": " + what);
 }
 
+// The most transfers one plan may hold: 300M (8.4 GB of 28-byte transfers, a third of a
+// 24 GB machine). A 16,384-rank ring on 8 channels would need 4.3G (120 GB): such a request is
+// refused with its size rather than failing to allocate.
+inline constexpr std::uint64_t kMaxPlanTransfers = 300'000'000;
+
+// Reserves room for `n` transfers, or throws std::invalid_argument saying why not.
+inline void reserve_transfers(Plan& plan, std::uint64_t n, const char* planner) {
+  if (n > kMaxPlanTransfers)
+    throw std::invalid_argument(
+        std::string(planner) + ": this plan needs " + std::to_string(n / 1000000) +
+        "M transfers (" + std::to_string(n * sizeof(Transfer) / 1000000000) +
+        " GB), more than the " + std::to_string(kMaxPlanTransfers / 1000000) +
+        "M gradsync holds in one plan: fewer ranks, channels or pipeline steps");
+  plan.transfers.reserve(static_cast<std::size_t>(n));
+}
+
 // The checks of the in-switch planners over servers (NVLSTree, NVLS with SHARP): GPUs in whole
 // servers of 1..256, 1..65536 pipeline steps, a size >= 0.
 inline void require_servers(const char* planner, std::uint32_t gpus, std::uint32_t ppn,

@@ -110,7 +110,7 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   plan.chunk_bytes = split_bytes(bytes, tree_count * pipeline);
   plan.steps = 2 * height;
   plan.channels = tree_count;
-  plan.transfers.reserve(std::size_t{2} * tree_count * (ranks - 1) * pipeline);
+  detail::reserve_transfers(plan, std::uint64_t{2} * tree_count * (ranks - 1) * pipeline, kPlanner);
 
   // Per tree: the transfer that carried the current/previous chunk up from each rank, and
   // down into each rank (a rank has one parent, so both are indexed by the child rank).

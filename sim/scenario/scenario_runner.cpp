@@ -17,10 +17,22 @@ namespace gradsync {
 
 namespace {
 
+// plan_collective(), with a request it cannot plan (e.g. beyond the transfers one plan holds)
+// reported as bad input of the scenario rather than as an internal error.
+Plan plan_or_fail(const CollectiveRequest& r, const SourceMark& scenario) {
+  try {
+    return plan_collective(r);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(scenario, fmt::format("{} {} over {} GPUs: {}", to_string(r.algorithm),
+                                            to_string(r.op), r.ranks, e.what()));
+  }
+}
+
 // Simulates collectives on one platform, caching durations by (op, algorithm, bytes, group).
 class CollectiveTimer {
  public:
-  CollectiveTimer(Simulation& sim, Fidelity fidelity) : sim_(sim), fidelity_(fidelity) {}
+  CollectiveTimer(Simulation& sim, Fidelity fidelity, SourceMark scenario)
+      : sim_(sim), fidelity_(fidelity), scenario_(std::move(scenario)) {}
 
   struct Group {
     std::vector<DeviceId> devices;  // rank → GPU (workers, then dedicated servers)
@@ -61,7 +73,7 @@ class CollectiveTimer {
         r.op = op;
         r.algorithm = a;
         r.bytes = bytes;
-        PlanTiming t = sim_.run_plan(plan_collective(r), group.devices_for(a), fidelity_);
+        PlanTiming t = sim_.run_plan(plan_or_fail(r, scenario_), group.devices_for(a), fidelity_);
         it = cache_.emplace(key, std::move(t)).first;
       }
       if (best.first.seconds() < 0 || it->second.time < best.first) {
@@ -81,6 +93,7 @@ class CollectiveTimer {
  private:
   Simulation& sim_;
   Fidelity fidelity_;
+  SourceMark scenario_;
   std::map<std::tuple<int, int, int, double>, PlanTiming> cache_;
   const PlanTiming* best_timing_ = nullptr;
 };
@@ -258,7 +271,8 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
           r.op = op;
           r.algorithm = a;
           r.bytes = Bytes(4096.0 * group_ranks);
-          const auto p = device_pairs(plan_collective(r), g.devices_for(a));
+          const auto p = device_pairs(plan_or_fail(r, SourceMark{sc.file.string(), 0, 0}),
+                                      g.devices_for(a));
           pairs.insert(pairs.end(), p.begin(), p.end());
         }
     };
@@ -266,7 +280,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     if (multi_node) add_pairs(one_node, ppn);
     sim.build(pairs);
   }
-  CollectiveTimer timer(sim, options.fidelity);
+  CollectiveTimer timer(sim, options.fidelity, SourceMark{sc.file.string(), 0, 0});
 
   std::vector<double> link_a(topo.links().size(), 0.0), link_b(topo.links().size(), 0.0);
   for (const BucketWire& wire : result.sync_plan.buckets) {
