@@ -124,6 +124,12 @@ TEST_CASE("advise: a second server on a slow network is slower, breakeven furthe
       {{1, outcome(9829)}, {2, outcome(11922)}, {4, outcome(20502)}, {8, outcome(39514)}});
   CHECK(u.pays_from == 2);
   CHECK(u.diminishing_after == 8);
+  REQUIRE(u.one_to_two_gain);
+  CHECK(*u.one_to_two_gain == doctest::Approx(11922.0 / 9829.0));
+  // No one-server point (dedicated servers fill it): the run starts at 2, no 1 -> 2 claim.
+  const ScalingSummary v = summarize_scaling({{2, outcome(100)}, {4, outcome(190)}});
+  CHECK(v.pays_from == 2);
+  CHECK_FALSE(v.one_to_two_gain);
 }
 
 TEST_CASE("advise: cheapest server count breaks near-ties toward more samples/s") {

@@ -352,6 +352,12 @@ TEST_CASE("direct: two servers cabled back to back, NIC k to NIC k, no switch") 
   CHECK_THROWS_WITH_AS(
       validate_cluster(cluster(2, nvswitch_node(8, 8), network(NetworkShape::Direct))),
       doctest::Contains("node.nics: 1 on NVLink servers"), ConfigError);
+  // One server (advise's reference) has nothing to cable; SHARP has no switch to reduce in.
+  CHECK(expand_cluster(cluster(1, pcie, network(NetworkShape::Direct))).gpu_count() == 4);
+  NetworkSpec sharp = network(NetworkShape::Direct);
+  sharp.sharp = true;
+  CHECK_THROWS_WITH_AS(validate_cluster(cluster(2, pcie, sharp)),
+                       doctest::Contains("shape: direct has none"), ConfigError);
   CHECK_THROWS_WITH_AS(
       validate_cluster(cluster(3, nvswitch_node(8, 8), network(NetworkShape::Direct))),
       doctest::Contains("shape: direct cables two servers back to back, and nodes is 3"),

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "gradsync/cluster_spec.hpp"
@@ -354,6 +355,19 @@ TEST_CASE("SHARP: where NVLS across servers can run, and which switch reduces ea
   const Topology leaves = sharp_cluster(4, NetworkShape::LeafSpine, true, 2);
   CHECK_THROWS_WITH_AS((void)nvls_sharp_devices(leaves, leaves.gpus(), 8),
                        doctest::Contains("SHARP tree over several switches"), ConfigError);
+  // One NVLink domain over several `node:` values (trays under one NVSwitch): plain NVLS.
+  Topology trays("trays");
+  trays.set_gpu_generation(GpuGeneration::Blackwell);
+  const DeviceId nvs = trays.add_device(Device{"nvs", DeviceKind::NvSwitch, -1, 0_ns, {}});
+  for (int k = 0; k < 8; ++k) {
+    const DeviceId g = trays.add_device(
+        Device{"t" + std::to_string(k / 4) + ".gpu" + std::to_string(k % 4), DeviceKind::Gpu,
+               k / 4, 0_ns, {}});
+    trays.add_link(Link{g, nvs, Fabric::NvLink, 900_GBps, 300_ns, 1.0, Duplex::Full, {}});
+  }
+  const NvlsSharpDevices one_domain = in_switch_devices(trays, trays.gpus(), 4, Algorithm::Nvls);
+  CHECK(one_domain.devices.size() == 9);
+  CHECK(one_domain.sharp_of_local.empty());
   // in_switch_devices: NVLS in one server is the NVSwitch, across servers SHARP.
   std::vector<DeviceId> first(rails.gpus().begin(), rails.gpus().begin() + 8);
   CHECK(in_switch_devices(rails, first, 8, Algorithm::Nvls).devices.size() == 9);

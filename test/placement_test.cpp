@@ -49,6 +49,13 @@ TEST_CASE("strided placement puts consecutive ranks on different servers") {
     CHECK(t.device(ranks[r]).node != t.device(ranks[r + 1]).node);
 }
 
+TEST_CASE("node blocks: servers filled in order (8 + 4), none when a server's ranks are apart") {
+  const Topology t = cluster(3, 8);
+  CHECK(node_blocks(t, place_ranks(t, 12)) == std::vector<std::uint32_t>{8, 4});
+  CHECK(node_blocks(t, place_ranks(t, 24)) == std::vector<std::uint32_t>{8, 8, 8});
+  CHECK(node_blocks(t, place_ranks(t, 24, {PlacementKind::Strided, 0, 1})).empty());
+}
+
 TEST_CASE("random placement is a seeded permutation") {
   const Topology t = cluster(4, 4);
   const auto a = place_ranks(t, 16, {PlacementKind::Random, 0, 7});

@@ -115,9 +115,10 @@ struct ScalingSummary {
   // The last count up to which doubling the servers still gave at least 1.5× the samples/s
   // (half the ideal gain of a doubling); unset when no doubling did.
   std::optional<int> diminishing_after;
-  // Where that run of doublings starts: 1, or 2 when going from one server to two (which adds
-  // the network) gave less than 1.5x.
+  // Where that run of doublings starts (the first count tried, or 2 when going from one server
+  // to two, which adds the network, gave less than 1.5x: one_to_two_gain is then that gain).
   std::optional<int> pays_from;
+  std::optional<double> one_to_two_gain;
   // Lowest cost per sample, when priced; among counts within 1 % of it, the one with the most
   // samples/s (the same price per sample, sooner).
   std::optional<int> cheapest_nodes;

@@ -98,7 +98,8 @@ struct NvlsSharpDevices {
                                            const std::vector<DeviceId>& rank_devices);
 // The sizes of the consecutive runs of ranks on one server, in rank order: 8, 4 for 12 ranks
 // placed in order on 8-GPU servers (as torchrun or mpirun fill hosts); a rank without a server
-// is a run of its own.
+// is a run of its own. Empty when a server's ranks are not consecutive (strided or random
+// placement): there are no server blocks then.
 [[nodiscard]] std::vector<std::uint32_t> node_blocks(const Topology& topology,
                                                      const std::vector<DeviceId>& rank_devices);
 // Ring channels like NCCL's: one per NIC of a server when the ranks span several servers

@@ -429,15 +429,12 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
     } else if (s.curve.size() > 1) {
       std::cout << "  breakeven: no server count tried beats one server — fix the network first\n";
     }
-    if (s.diminishing_after && s.pays_from.value_or(1) > 1)
+    if (s.diminishing_after && s.one_to_two_gain)
       std::cout << fmt::format("  scaling pays from {} up to {} servers (each doubling gives ≥ "
                                "1.5× the samples/s; 1 → 2, which adds the network, gives "
                                "{:.2f}×)\n",
-                               *s.pays_from, *s.diminishing_after,
-                               s.curve.size() > 1 && s.curve[0].outcome.samples_per_s > 0.0
-                                   ? s.curve[1].outcome.samples_per_s /
-                                         s.curve[0].outcome.samples_per_s
-                                   : 0.0);
+                               s.pays_from.value_or(2), *s.diminishing_after,
+                               *s.one_to_two_gain);
     else if (s.diminishing_after)
       std::cout << fmt::format("  scaling pays up to {} servers (each doubling until there gives "
                                "≥ 1.5× the samples/s)\n",

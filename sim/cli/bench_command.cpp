@@ -227,7 +227,7 @@ void run_bench(const BenchOptions& o) {
       switch_devices[a] = with_switches(a);
     } else if (o.algo == "auto" && *op == CollectiveOp::AllReduce &&
                topo.software() == SoftwareModel::Nccl && n > 1 &&
-               (a == Algorithm::Nvls || n != ppn)) {
+               (a == Algorithm::Nvls ? n == ppn || ppn > 1 : n != ppn)) {
       try {
         switch_devices[a] = with_switches(a);
         candidates.push_back(a);

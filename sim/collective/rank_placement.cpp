@@ -233,13 +233,19 @@ NvlsSharpDevices in_switch_devices(const Topology& topology, const std::vector<D
     return NvlsSharpDevices{nvls_tree_devices(topology, gpus, ranks_per_node), {}};
   if (algorithm != Algorithm::Nvls)
     throw std::invalid_argument("in_switch_devices: not an in-switch algorithm");
+  // One NVLink domain first (it may span several `node:` values, e.g. NVL72 trays); across
+  // separate domains, one per server, SHARP between them.
   std::set<int> nodes;
   for (DeviceId g : gpus) nodes.insert(topology.device(g).node);
-  if (nodes.size() > 1 && ranks_per_node > 1 && ranks_per_node < gpus.size())
-    return nvls_sharp_devices(topology, gpus, ranks_per_node);
-  NvlsSharpDevices out{gpus, {}};
-  out.devices.push_back(nvls_switch(topology, gpus));
-  return out;
+  const bool servers = nodes.size() > 1 && ranks_per_node > 1 && ranks_per_node < gpus.size();
+  try {
+    NvlsSharpDevices out{gpus, {}};
+    out.devices.push_back(nvls_switch(topology, gpus));
+    return out;
+  } catch (const ConfigError&) {
+    if (!servers) throw;
+  }
+  return nvls_sharp_devices(topology, gpus, ranks_per_node);
 }
 
 std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceId>& rank_devices) {
@@ -259,12 +265,15 @@ std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceI
 std::vector<std::uint32_t> node_blocks(const Topology& topology,
                                        const std::vector<DeviceId>& rank_devices) {
   std::vector<std::uint32_t> blocks;
+  std::set<int> seen;
   for (std::size_t i = 0; i < rank_devices.size(); ++i) {
     const int node = topology.device(rank_devices[i]).node;
-    if (i > 0 && node >= 0 && node == topology.device(rank_devices[i - 1]).node)
+    if (i > 0 && node >= 0 && node == topology.device(rank_devices[i - 1]).node) {
       ++blocks.back();
-    else
-      blocks.push_back(1);
+      continue;
+    }
+    if (node >= 0 && !seen.insert(node).second) return {};  // a server in two runs
+    blocks.push_back(1);
   }
   return blocks;
 }
@@ -272,11 +281,12 @@ std::vector<std::uint32_t> node_blocks(const Topology& topology,
 std::uint32_t default_ring_channels(const Topology& topology,
                                     const std::vector<DeviceId>& rank_devices,
                                     std::uint32_t ppn) {
-  const std::vector<std::uint32_t> blocks = node_blocks(topology, rank_devices);
-  const bool several_servers = blocks.size() > 1;
-  const bool shared_servers = ppn > 1 || std::any_of(blocks.begin(), blocks.end(),
-                                                     [](std::uint32_t b) { return b > 1; });
-  if (!several_servers || !shared_servers) return 1;
+  if (ppn <= 1 || rank_devices.size() <= ppn) {  // servers filled unevenly, else no channels
+    const std::vector<std::uint32_t> blocks = node_blocks(topology, rank_devices);
+    if (blocks.size() <= 1 ||
+        std::none_of(blocks.begin(), blocks.end(), [](std::uint32_t b) { return b > 1; }))
+      return 1;
+  }
   const int node = topology.device(rank_devices[0]).node;
   std::uint32_t nics = 0;
   for (const Device& d : topology.devices())

@@ -615,6 +615,7 @@ struct Simulation::Impl {
     while (!ready.empty()) {
       const TransferId done = ready.back();
       ready.pop_back();
+      note_completion();  // every transfer once, whatever its parts
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       for (std::uint32_t i = succ_offset[done]; i < succ_offset[done + 1]; ++i) {
         const TransferId s = succ[i];
@@ -639,8 +640,8 @@ struct Simulation::Impl {
     in_flight_by_start.erase(it->second.seq);
     in_flight.erase(it);
     if (roce_tier == RoceTier::PfcWithoutEcn) recover_capped_flows(done_src, done_dst, done_qp);
-    note_completion();
     if (flow_mode) {
+      note_completion();  // every flow part (run_total counts them)
       last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
       --flows_left;
       return;
@@ -840,10 +841,10 @@ struct Simulation::Impl {
       }
       flows_left = pf.flows.size();
       completions = 0;
-      run_total = pf.flows.size();
       for (const auto& [key, b] : pf.flows)
         start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
       flush_deferred();
+      run_total = flows_left;  // with every QP / rail part
       engine->run();
     }
     latency_multiplier.clear();

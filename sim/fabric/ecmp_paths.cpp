@@ -130,7 +130,8 @@ PathSpread spread_one(const Topology& topology, const Router& router, DeviceId s
                       Routing routing, std::uint32_t qps, std::uint64_t flow_hash,
                       Route first);
 
-// A connection across servers split over NIC rails (spread_paths()).
+// A connection across servers split over NIC rails (spread_paths()); empty when a rail would
+// pass through a server.
 PathSpread spread_rails(const Topology& topology, const Router& router,
                         const std::vector<RailNic>& from, const std::vector<RailNic>& to,
                         Routing routing, std::uint32_t qps, std::uint64_t flow_hash) {
@@ -142,8 +143,14 @@ PathSpread spread_rails(const Topology& topology, const Router& router,
     const RailNic& a = from[r % from.size()];
     const RailNic& b = to[r % to.size()];
     const std::uint64_t hash = r == 0 ? flow_hash : mix(flow_hash ^ mix(0x7261696cULL + r));
-    const PathSpread mid = spread_one(topology, router, a.nic, b.nic, routing, qps, hash,
-                                      router.route(a.nic, b.nic, hash));
+    Route between = router.route(a.nic, b.nic, hash);
+    // The rail must stay in the network between its NICs; where it would pass through a
+    // server (NIC k cabled only to NIC k, and rail r pairing NICs of different sockets), the
+    // connection keeps the Router's one route instead.
+    for (std::size_t i = 1; i + 1 < between.devices.size(); ++i)
+      if (topology.device(between.devices[i]).node >= 0) return {};
+    const PathSpread mid =
+        spread_one(topology, router, a.nic, b.nic, routing, qps, hash, std::move(between));
     const Route tail = reversed(b.path);
     for (const Route& m : mid.qp_routes) routes[r].push_back(joined(a.path, m, tail));
     if (routing == Routing::Adaptive) {
@@ -189,7 +196,9 @@ PathSpread spread_paths(const Topology& topology, const Router& router, DeviceId
     const std::vector<RailNic> from = rail_nics(topology, src);
     const std::vector<RailNic> to = rail_nics(topology, dst);
     if (!from.empty() && !to.empty() && (from.size() > 1 || to.size() > 1))
-      return spread_rails(topology, router, from, to, routing, qps, flow_hash);
+      if (PathSpread rails = spread_rails(topology, router, from, to, routing, qps, flow_hash);
+          !rails.qp_routes.empty())
+        return rails;
   }
   return spread_one(topology, router, src, dst, routing, qps, flow_hash, std::move(first));
 }

@@ -51,7 +51,8 @@ constexpr NetworkChoice kNetworkChoices[] = {
 int fabric_rank(Fabric f) {
   switch (f) {
     case Fabric::Ethernet: return 0;
-    case Fabric::Roce: return 1;
+    case Fabric::Roce:
+    case Fabric::Efa: return 1;  // RDMA without the host TCP stack, as RoCE
     case Fabric::InfiniBand: return 2;
     default: return -1;
   }
@@ -267,6 +268,7 @@ ScalingSummary summarize_scaling(std::vector<ScalingPoint> curve) {
       s.diminishing_after = twice->nodes;
       if (!s.pays_from) s.pays_from = p.nodes;
     } else if (p.nodes == 1 && !s.diminishing_after) {
+      s.one_to_two_gain = twice->outcome.samples_per_s / p.outcome.samples_per_s;
       continue;
     } else {
       break;

@@ -42,6 +42,9 @@ class CollectiveTimer {
     // server's NVSwitch); nvls_devices is empty when neither can.
     Algorithm nvls_algorithm = Algorithm::Nvls;
     std::vector<DeviceId> nvls_devices;
+    // NVLS across servers with SHARP: NVLSTree can run too (its devices, the GPUs and the
+    // NVSwitches, are the first part of nvls_devices), and NCCL's tuner chooses between them.
+    bool tree_too = false;
     [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
       return a == Algorithm::Nvls || a == Algorithm::NvlsTree ? nvls_devices : devices;
     }
@@ -108,6 +111,7 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
                    std::string* why) {
   group.nvls_devices.clear();
   group.base.sharp_of_local.clear();
+  group.tree_too = false;
   if (gpus.size() < 2) {
     if (why) *why = "in-switch reduction needs 2 GPUs or more";
     return;
@@ -116,8 +120,8 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
     if (why) *why = "NVLS is NCCL's algorithm: the topology has software: none";
     return;
   }
-  // Across servers NVLS with SHARP where the switches reduce (NCCL's tuner prefers it to
-  // NVLSTree: the same bandwidth, one network round trip), unless NVLSTree was asked for.
+  // Across servers NVLS with SHARP where the switches reduce (then NVLSTree too, tree_too),
+  // unless NVLSTree was asked for.
   std::vector<Algorithm> tries;
   if (ppn >= gpus.size()) tries = {Algorithm::Nvls};
   else if (tree) tries = {Algorithm::NvlsTree};
@@ -126,6 +130,7 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
     try {
       NvlsSharpDevices d = in_switch_devices(topo, gpus, ppn, a);
       group.nvls_algorithm = a;
+      group.tree_too = a == Algorithm::Nvls && !d.sharp_of_local.empty();
       group.nvls_devices = std::move(d.devices);
       group.base.sharp_of_local = std::move(d.sharp_of_local);
       return;
@@ -140,7 +145,7 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
 // NCCL has no 2-D hierarchical AllReduce, which auto adds only with software: none.
 std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std::uint32_t ranks,
                                       std::uint32_t ppn, std::optional<Algorithm> in_switch,
-                                      bool nccl) {
+                                      bool tree_too, bool nccl) {
   if (sync.strategy != SyncStrategy::AllReduce) return {Algorithm::ParameterServer};
   if (op != CollectiveOp::AllReduce) return {Algorithm::Ring};  // Top-K all-gather
   switch (sync.algorithm) {
@@ -157,6 +162,7 @@ std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std
       std::vector<Algorithm> a{Algorithm::Ring, Algorithm::Tree};
       if (ppn > 1 && ranks > ppn && !nccl) a.push_back(Algorithm::Hierarchical);
       if (in_switch) a.push_back(*in_switch);
+      if (tree_too) a.push_back(Algorithm::NvlsTree);
       return a;
     }
   }
@@ -266,7 +272,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
         if (std::find(ops.begin(), ops.end(), wire.op) == ops.end()) ops.push_back(wire.op);
       for (CollectiveOp op : ops)
         for (Algorithm a : algorithms_for(sc.sync, op, group_ranks, g.base.ranks_per_node,
-                                          g.in_switch(), nccl)) {
+                                          g.in_switch(), g.tree_too, nccl)) {
           CollectiveRequest r = g.base;
           r.op = op;
           r.algorithm = a;
@@ -286,7 +292,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   for (const BucketWire& wire : result.sync_plan.buckets) {
     const auto [t, algo] = timer.time(all, 0, wire.op,
                                       algorithms_for(sc.sync, wire.op, gpus, ppn,
-                                                     all.in_switch(), nccl),
+                                                     all.in_switch(), all.tree_too, nccl),
                                       wire.bytes,
                                       &link_a, &link_b);
     result.collective_times.push_back(t);
@@ -307,7 +313,8 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       for (const BucketWire& wire : node_plan.buckets)
         node_times.push_back(timer.time(one_node, 1, wire.op,
                                         algorithms_for(sc.sync, wire.op, ppn, ppn,
-                                                       one_node.in_switch(), nccl),
+                                                       one_node.in_switch(), one_node.tree_too,
+                                                       nccl),
                                         wire.bytes,
                                         nullptr, nullptr).first);
       const StepTimeline node_timeline =

@@ -204,8 +204,9 @@ class ClusterBuilder {
         fat_tree(net);
         break;
       case NetworkShape::Direct:
-        // Two servers cabled back to back: NIC k of server 0 to NIC k of server 1.
-        for (int k = 0; k < per_node; ++k)
+        // Two servers cabled back to back: NIC k of server 0 to NIC k of server 1 (one server:
+        // nothing to cable, as `advise` asks for the one-server reference).
+        for (int k = 0; spec_.nodes == 2 && k < per_node; ++k)
           net_link(nics_[static_cast<std::size_t>(k)],
                    nics_[static_cast<std::size_t>(per_node + k)], net, nic_bw);
         break;
@@ -379,9 +380,11 @@ void validate_cluster(const ClusterSpec& spec) {
       break;
     }
     case NetworkShape::Direct:
-      require(spec.nodes == 2, net.origin,
+      require(spec.nodes <= 2, net.origin,
               fmt::format("shape: direct cables two servers back to back, and nodes is {}",
                           spec.nodes));
+      require(!net.sharp, net.origin,
+              "network.sharp needs switches to reduce in, and shape: direct has none");
       // NIC k reaches only NIC k: on an NVLink server with several NICs a GPU reaches only
       // its own NIC's peer (GPUs do not forward; NCCL's PXN through a peer GPU is not modelled).
       require(n.intra.fabric != Fabric::NvLink || n.nics == 1, net.origin,
