@@ -22,23 +22,28 @@ using namespace gradsync::literals;
 
 namespace {
 
-Topology two_leaves(int uplinks, Fabric fabric = Fabric::Roce) {
+// Two NVSwitch servers of `gpus` GPUs and `nics` NICs of `nic_rate` on `net`.
+Topology two_servers(int gpus, int nics, BytesPerSecond nic_rate, NetworkSpec net) {
   ClusterSpec spec;
-  spec.name = "two-leaves";
+  spec.name = "two-servers";
   spec.nodes = 2;
-  spec.node.gpus = uplinks;
+  spec.node.gpus = gpus;
   spec.node.intra = LinkGroupSpec{Fabric::NvLink, BytesPerSecond(450e9), 300_ns, 1.0, {}};
-  spec.node.nics = uplinks;
-  spec.node.nic_bandwidth = BytesPerSecond(12.5e9);
+  spec.node.nics = nics;
+  spec.node.nic_bandwidth = nic_rate;
   spec.node.pcie = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(64e9), 500_ns, 1.0, {}};
+  net.link_latency = 600_ns;
+  spec.network = net;
+  return expand_cluster(spec);
+}
+
+Topology two_leaves(int uplinks, Fabric fabric = Fabric::Roce) {
   NetworkSpec net;
   net.fabric = fabric;
   net.shape = NetworkShape::LeafSpine;
   net.hosts_per_leaf = 1;
   net.spines = uplinks;
-  net.link_latency = 600_ns;
-  spec.network = net;
-  return expand_cluster(spec);
+  return two_servers(uplinks, uplinks, BytesPerSecond(12.5e9), net);
 }
 
 // Mean over seeds of the worst leaf0 -> spine load, in flows (QPs count 1/qps).
@@ -150,19 +155,9 @@ namespace {
 // Two servers of 8 GPUs on one switch with `nics` NICs each (nics = 16: two behind every GPU's
 // PCIe switch, as AWS p5en's 16 x 200G for 8 H100s).
 Topology multi_nic(int nics, Fabric fabric = Fabric::Roce) {
-  ClusterSpec spec;
-  spec.name = "multi-nic";
-  spec.nodes = 2;
-  spec.node.gpus = 8;
-  spec.node.intra = LinkGroupSpec{Fabric::NvLink, BytesPerSecond(450e9), 300_ns, 1.0, {}};
-  spec.node.nics = nics;
-  spec.node.nic_bandwidth = BytesPerSecond(25e9);
-  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(64e9), 500_ns, 1.0, {}};
   NetworkSpec net;
   net.fabric = fabric;
-  net.link_latency = 600_ns;
-  spec.network = net;
-  return expand_cluster(spec);
+  return two_servers(8, nics, BytesPerSecond(25e9), net);
 }
 
 // Share of the connection's bytes leaving `from` over the link to `to`.
