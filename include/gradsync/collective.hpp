@@ -58,6 +58,22 @@ struct Transfer {
   std::uint32_t extra_deps = kNoDepSet;  // index into Plan::extra_deps, or kNoDepSet
 };
 
+// Flow fidelity's view of a plan (engine.hpp): per barrier-separated phase, the bytes each
+// connection (source rank, destination rank, channel) carries over the whole phase, sorted by
+// (src, dst, channel), one entry per connection the phase's transfers use (zero bytes
+// included), with the phase's latency steps and pipeline fill.
+struct PlanFlow {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint8_t channel = 0;
+  Bytes bytes{0.0};
+};
+struct FlowPhase {
+  std::uint32_t steps = 0;
+  Bytes fill{0.0};
+  std::vector<PlanFlow> flows;
+};
+
 // Where a rank's data is at the start: rank r < contributors holds its own contribution to
 // every chunk (AllReduce, ReduceScatter, Reduce); for AllGather rank chunk_owner[c] holds chunk
 // c; for Broadcast the root holds every chunk.
@@ -91,6 +107,14 @@ struct Plan {
                                // edge's stream can start (tree/chain: (depth-1) chunks)
   };
   std::vector<Phase> phases;
+  // A flows-only plan (PlanForm::Flows) holds no transfers: flow_phases is what flow fidelity
+  // replays, and transfer_count / connection_count say how many transfers and distinct
+  // connections the full plan holds (resolve_fidelity() decides on them). chunk_bytes may
+  // then fold pipeline chunks that travel the same connections into one.
+  bool flows_only = false;
+  std::vector<FlowPhase> flow_phases;
+  std::uint64_t transfer_count = 0;
+  std::uint64_t connection_count = 0;
   // Closes the current phase at the current end of `transfers`.
   void end_phase(std::uint32_t phase_steps, Bytes phase_fill = Bytes(0.0)) {
     phases.push_back(Phase{static_cast<TransferId>(transfers.size()), phase_steps, phase_fill});
@@ -131,6 +155,16 @@ struct Plan {
   [[nodiscard]] std::vector<Bytes> bytes_received_per_rank() const;
 };
 
+// The plan's flow phases: flow_phases of a flows-only plan, else its transfers summed per
+// phase and connection (Plan::phases; none = one phase of `steps` with no fill).
+[[nodiscard]] std::vector<FlowPhase> flow_phases_of(const Plan& plan);
+// Transfers and distinct (src, dst, channel) connections of the full plan.
+[[nodiscard]] std::uint64_t plan_transfer_count(const Plan& plan);
+[[nodiscard]] std::uint64_t plan_connection_count(const Plan& plan);
+// Turns a plan into its flows-only form (flow_phases_of, the counts; transfers freed), counting
+// `full_transfers` transfers for the full plan (0: the plan's own).
+void make_flows_only(Plan& plan, std::uint64_t full_transfers = 0);
+
 // What check_plan() found; `ok` is false with a reason when the plan is wrong.
 struct PlanCheck {
   bool ok = true;
@@ -164,6 +198,8 @@ struct RingOptions {
   // visits (position i sends to position i+1). Empty: every channel visits 0, 1, …, n-1.
   // rail_ring_orders() builds NCCL-like orders that spread the node crossings over NICs.
   std::vector<std::vector<std::uint32_t>> orders;
+  // Build the flows-only plan (Plan::flows_only) directly, in O(ranks · channels · pipeline).
+  bool flows_only = false;
 };
 // Ring orders that keep every node crossing on one rail and spread the channels over the rails,
 // as NCCL's rings do on rail-optimized clusters (same NIC index on both sides; NCCL gets there
@@ -217,6 +253,7 @@ struct TreeOptions {
   // in the other, every NIC carries 4·S/trees each way (NCCL runs twice as many tree channels
   // as NICs, channel c and c + NICs on the same NIC, each with one of the two shapes).
   std::uint32_t trees = 2;
+  bool flows_only = false;  // build the flows-only plan from one pipeline chunk per tree
 };
 // Double-binary-tree AllReduce (NCCL style): the trees span nodes, and inside each node the
 // ranks form a chain hanging from the node's head (tree 0: head local 0, chain 0←1←…; tree 1:
@@ -275,6 +312,7 @@ struct NvlsOptions {
 struct NvlsTreeOptions {
   std::uint32_t ranks_per_node = 1;  // GPUs per server (one NVSwitch each); divides the GPUs
   std::uint32_t pipeline = 1;        // pipeline steps (≥ 1), each cut into one shard per GPU
+  bool flows_only = false;           // build the flows-only plan from two pipeline steps
 };
 // NVLSTree AllReduce over several NVSwitch servers (NCCL_ALGO_NVLS_TREE, NCCL's default for
 // large messages on multi-node Hopper and later): in each server the NVSwitch reduces every
@@ -295,6 +333,7 @@ struct NvlsSharpOptions {
   // Per local GPU index l: which SHARP switch (0, 1, …, after the NVSwitch ranks) reduces
   // shard l, the one every server's GPU-l NIC reaches (nvls_sharp_devices() in engine.hpp).
   std::vector<std::uint32_t> sharp_of_local;
+  bool flows_only = false;  // build the flows-only plan from one pipeline step
 };
 // NVLS AllReduce across servers with InfiniBand SHARP between them (NCCL_ALGO_NVLS on several
 // nodes, which NCCL runs with CollNet enabled): in each server the NVSwitch reduces every GPU's
@@ -314,6 +353,11 @@ struct NvlsSharpOptions {
 
 namespace gradsync {
 
+// Transfers: the full plan (step fidelity needs it); Flows: the flows-only plan flow fidelity
+// replays, built without the full plan where a planner can (rings in O(ranks · channels),
+// pipelined plans from one pipeline period) — what lets 16k-GPU collectives be planned.
+enum class PlanForm : std::uint8_t { Transfers, Flows };
+
 // One collective to plan: the operation, the algorithm and its knobs. plan_collective()
 // dispatches to the planners above; the CLI and the scenario runner use it.
 struct CollectiveRequest {
@@ -331,6 +375,7 @@ struct CollectiveRequest {
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)
   std::uint32_t root = 0;            // broadcast / reduce
+  PlanForm form = PlanForm::Transfers;
   ParameterServerOptions ps;         // ps: dedicated servers are the last ps.servers ranks
                                      // nvls: `ranks` GPUs; the plan adds rank `ranks`, the
                                      // NVSwitch (pipeline 0 = one chunk per 256 KiB, 1..256);

@@ -41,6 +41,10 @@ enum class Fidelity { Auto, Step, Flow };
 inline constexpr std::size_t kAutoStepTransfers = 300'000;
 inline constexpr double kAutoStepWork = 4e6;
 [[nodiscard]] Fidelity resolve_fidelity(Fidelity requested, const Plan& plan);
+// The plan a run at `fidelity` replays: the full plan for step fidelity; the flows-only plan
+// for flow fidelity, and for auto when resolve_fidelity() picks flow on it (else the full
+// plan). Large collectives are then planned without their transfers.
+[[nodiscard]] Plan plan_collective(CollectiveRequest request, Fidelity fidelity);
 
 // Which GPU plays each rank (contention studies depend on it).
 enum class PlacementKind { InOrder, Strided, Random };

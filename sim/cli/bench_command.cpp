@@ -255,12 +255,15 @@ void run_bench(const BenchOptions& o) {
   if (base.root >= n) throw ConfigError(cli_mark("--root"), "root must be below the rank count");
 
   // Plans that a request cannot make are bad input (e.g. tree ReduceScatter).
-  auto make_plan = [&](Algorithm a, Bytes bytes) {
+  const Fidelity fidelity = o.fidelity == "step" ? Fidelity::Step
+                            : o.fidelity == "flow" ? Fidelity::Flow
+                                                   : Fidelity::Auto;
+  auto make_plan = [&](Algorithm a, Bytes bytes, Fidelity plan_fidelity) {
     CollectiveRequest r = base;
     r.algorithm = a;
     r.bytes = bytes;
     try {
-      return plan_collective(r);
+      return plan_collective(r, plan_fidelity);
     } catch (const std::invalid_argument& e) {
       throw ConfigError(cli_mark("--algo"), e.what());
     }
@@ -272,14 +275,12 @@ void run_bench(const BenchOptions& o) {
   {
     std::vector<std::pair<DeviceId, DeviceId>> pairs;
     for (Algorithm a : candidates) {
-      const auto p = device_pairs(make_plan(a, min), devices_for(a));
+      // The connections a plan uses are those of its flows-only form.
+      const auto p = device_pairs(make_plan(a, min, Fidelity::Flow), devices_for(a));
       pairs.insert(pairs.end(), p.begin(), p.end());
     }
     sim.build(pairs);
   }
-  const Fidelity fidelity = o.fidelity == "step" ? Fidelity::Step
-                            : o.fidelity == "flow" ? Fidelity::Flow
-                                                   : Fidelity::Auto;
 
   std::vector<double> sizes;
   if (log)
@@ -304,7 +305,8 @@ void run_bench(const BenchOptions& o) {
     view = nccl_topology_view(topo, ranks, ppn, in_switch);
   }
   auto simulate = [&](Algorithm a, double bytes, Row& into) {
-    const PlanTiming t = sim.run_plan(make_plan(a, Bytes(bytes)), devices_for(a), fidelity);
+    const PlanTiming t =
+        sim.run_plan(make_plan(a, Bytes(bytes), fidelity), devices_for(a), fidelity);
     into.time_us = t.time.seconds() * 1e6;
     into.algorithm = std::string(to_string(a));
     into.protocol = t.protocol ? std::string(to_string(*t.protocol)) : std::string();

@@ -25,8 +25,11 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
                   fmt::format("channels must be 1..256, got {}", options.channels));
   detail::require(options.pipeline >= 1, planner, "pipeline must be at least 1");
   detail::require(bytes.bytes() >= 0.0, planner, "negative size");
-  const std::uint64_t chunks = std::uint64_t{options.channels} * options.pipeline;
-  detail::require(chunks * ranks < kNoTransfer, planner, "too large a plan");
+  const std::uint64_t real_chunks = std::uint64_t{options.channels} * options.pipeline;
+  detail::require(real_chunks * ranks < kNoTransfer, planner, "too large a plan");
+  // Flows-only: every chunk of a channel follows the channel's chain.
+  const std::uint32_t pipeline = detail::built_steps(options.flows_only, options.pipeline, 1);
+  const std::uint64_t chunks = std::uint64_t{options.channels} * pipeline;
 
   Plan plan;
   plan.op = op;
@@ -35,7 +38,9 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
   plan.contributors = ranks;
   plan.root = root;
   plan.total_bytes = bytes;
-  plan.chunk_bytes = split_bytes(bytes, static_cast<std::uint32_t>(chunks));
+  plan.chunk_bytes = detail::fold_chunks(
+      split_bytes(bytes, static_cast<std::uint32_t>(real_chunks)), options.pipeline, pipeline,
+      options.channels, [](std::uint32_t q, std::uint32_t ch, std::uint32_t p) { return ch * p + q; });
   plan.steps = ranks - 1;
   plan.channels = options.channels;
   detail::reserve_transfers(plan, chunks * (ranks - 1), planner);
@@ -69,9 +74,9 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
   const std::uint32_t hops = ranks - 1;
   // Chunk-major order: the transfer of (chunk c, hop p) is first_id[c] + p.
   std::vector<TransferId> first_id(chunks, kNoTransfer);
-  for (std::uint32_t q = 0; q < options.pipeline; ++q) {
+  for (std::uint32_t q = 0; q < pipeline; ++q) {
     for (std::uint32_t ch = 0; ch < options.channels; ++ch) {
-      const std::uint32_t chunk = ch * options.pipeline + q;
+      const std::uint32_t chunk = ch * pipeline + q;
       const std::uint32_t previous = q == 0 ? kNoTransfer : chunk - 1;  // same channel
       first_id[chunk] = static_cast<TransferId>(plan.transfers.size());
       for (std::uint32_t p = 0; p < hops; ++p) {
@@ -85,8 +90,9 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
   // Flow fidelity: each chunk pays a step latency per hop (P + hops - 1 latencies on the
   // critical path) and the pipeline fills over the hops, charged at half a chunk per hop as
   // for the tree (calibrated against step fidelity, test "engine: step and flow agree").
-  const Bytes chunk_size = plan.chunk_bytes.empty() ? Bytes(0.0) : plan.chunk_bytes.front();
+  const Bytes chunk_size = detail::first_chunk(bytes, static_cast<std::uint32_t>(real_chunks));
   plan.end_phase(hops + options.pipeline - 1, chunk_size * (hops > 0 ? hops - 1 : 0) * 0.5);
+  if (options.flows_only) make_flows_only(plan, real_chunks * (ranks - 1));
   return plan;
 }
 

@@ -34,8 +34,10 @@ namespace gradsync {
 Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpOptions& options) {
   constexpr const char* kPlanner = "plan_nvls_sharp_allreduce";
   const std::uint32_t ppn = options.ranks_per_node;
-  const std::uint32_t chunks = options.pipeline;
-  detail::require_servers(kPlanner, gpus, ppn, chunks, bytes.bytes());
+  const std::uint32_t real_chunks = options.pipeline;
+  detail::require_servers(kPlanner, gpus, ppn, real_chunks, bytes.bytes());
+  // Flows-only: every pipeline step uses the same connections.
+  const std::uint32_t chunks = detail::built_steps(options.flows_only, real_chunks, 1);
   detail::require(options.sharp_of_local.size() == ppn, kPlanner,
                   "one SHARP switch per local GPU index");
   std::uint32_t sharp_switches = 0;
@@ -44,7 +46,7 @@ Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpO
   const std::uint32_t nodes = gpus / ppn;
   const std::uint64_t per_step = std::uint64_t{gpus} * (2 * std::uint64_t{ppn} + 1) +
                                  2 * std::uint64_t{nodes} * ppn;
-  detail::require(per_step * chunks < kNoTransfer &&
+  detail::require(per_step * real_chunks < kNoTransfer &&
                       std::uint64_t{gpus} + nodes + sharp_switches < kNoRank,
                   kPlanner, "too large a plan");
 
@@ -54,7 +56,9 @@ Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpO
   plan.ranks = gpus + nodes + sharp_switches;
   plan.contributors = gpus;
   plan.total_bytes = bytes;
-  plan.chunk_bytes = split_bytes(bytes, chunks * ppn);
+  plan.chunk_bytes = detail::fold_chunks(
+      split_bytes(bytes, real_chunks * ppn), real_chunks, chunks, ppn,
+      [ppn](std::uint32_t c, std::uint32_t l, std::uint32_t) { return c * ppn + l; });
   plan.channels = 1;
   detail::reserve_transfers(plan, per_step * chunks, kPlanner);
 
@@ -111,8 +115,9 @@ Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpO
   plan.steps = 6;
   // One phase: pushes, SHARP round trips and multicasts stream; the fill is one pipeline step
   // per stage.
-  const Bytes step_bytes = chunks > 0 ? Bytes(bytes.bytes() / chunks) : Bytes(0.0);
+  const Bytes step_bytes = Bytes(bytes.bytes() / real_chunks);
   plan.end_phase(plan.steps, Bytes(step_bytes.bytes() * (plan.steps - 1) / ppn + step_bytes.bytes()));
+  if (options.flows_only) make_flows_only(plan, per_step * real_chunks);
   return plan;
 }
 

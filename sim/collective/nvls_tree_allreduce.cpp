@@ -51,12 +51,14 @@ std::vector<std::uint32_t> bottom_up(const BinaryTree& tree) {
 Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOptions& options) {
   constexpr const char* kPlanner = "plan_nvls_tree_allreduce";
   const std::uint32_t ppn = options.ranks_per_node;
-  const std::uint32_t chunks = options.pipeline;
-  detail::require_servers(kPlanner, gpus, ppn, chunks, bytes.bytes());
+  const std::uint32_t real_chunks = options.pipeline;
+  detail::require_servers(kPlanner, gpus, ppn, real_chunks, bytes.bytes());
+  // Flows-only: step c uses tree (c + l) mod 2 for shard l, so two steps hold every connection.
+  const std::uint32_t chunks = detail::built_steps(options.flows_only, real_chunks, 2);
   const std::uint32_t nodes = gpus / ppn;
   const std::uint64_t per_step = std::uint64_t{gpus} * (2 * std::uint64_t{ppn} + 1) +
                                  2 * std::uint64_t{nodes - 1} * ppn;
-  detail::require(per_step * chunks < kNoTransfer && std::uint64_t{gpus} + nodes < kNoRank,
+  detail::require(per_step * real_chunks < kNoTransfer && std::uint64_t{gpus} + nodes < kNoRank,
                   kPlanner, "too large a plan");
 
   Plan plan;
@@ -65,7 +67,9 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
   plan.ranks = gpus + nodes;
   plan.contributors = gpus;
   plan.total_bytes = bytes;
-  plan.chunk_bytes = split_bytes(bytes, chunks * ppn);
+  plan.chunk_bytes = detail::fold_chunks(
+      split_bytes(bytes, real_chunks * ppn), real_chunks, chunks, ppn,
+      [ppn](std::uint32_t c, std::uint32_t l, std::uint32_t) { return c * ppn + l; });
   plan.channels = 2;
   detail::reserve_transfers(plan, per_step * chunks, kPlanner);
 
@@ -168,8 +172,9 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
   while ((1u << height) < nodes) ++height;
   plan.steps = 4 + 2 * height;
   // One phase: pushes, tree and multicast stream; the fill is one pipeline step per stage.
-  const Bytes step_bytes = chunks > 0 ? Bytes(bytes.bytes() / chunks) : Bytes(0.0);
+  const Bytes step_bytes = Bytes(bytes.bytes() / real_chunks);
   plan.end_phase(plan.steps, Bytes(step_bytes.bytes() * (plan.steps - 1) / ppn + step_bytes.bytes()));
+  if (options.flows_only) make_flows_only(plan, per_step * real_chunks);
   return plan;
 }
 

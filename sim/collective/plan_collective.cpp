@@ -35,7 +35,10 @@ double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
   return 1.0;
 }
 
-Plan plan_collective(const CollectiveRequest& r) {
+namespace {
+
+Plan plan_request(const CollectiveRequest& r) {
+  const bool flows_only = r.form == PlanForm::Flows;
   auto unsupported = [&]() -> Plan {
     throw std::invalid_argument(fmt::format("{} has no {} algorithm in gradsync",
                                             to_string(r.op), to_string(r.algorithm)));
@@ -72,7 +75,7 @@ Plan plan_collective(const CollectiveRequest& r) {
   };
   switch (r.algorithm) {
     case Algorithm::Ring: {
-      RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}};
+      RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}, flows_only};
       // Several channels over several nodes: spread the node crossings over the NICs (rails),
       // also over servers filled unevenly (8 + 4 ranks).
       std::uint64_t listed = 0;
@@ -110,7 +113,7 @@ Plan plan_collective(const CollectiveRequest& r) {
       const std::uint32_t trees = across ? std::clamp<std::uint32_t>(2 * r.channels, 2, 64) : 2;
       return plan_tree_allreduce(
           r.ranks, r.bytes,
-          TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / trees), trees});
+          TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / trees), trees, flows_only});
     }
     case Algorithm::Hierarchical:
       if (r.op != CollectiveOp::AllReduce) return unsupported();
@@ -134,7 +137,8 @@ Plan plan_collective(const CollectiveRequest& r) {
       // at large sizes while bounding the event count.
       if (!r.sharp_of_local.empty())  // across servers with SHARP: pipelined as NVLSTree
         return plan_nvls_sharp_allreduce(
-            r.ranks, r.bytes, NvlsSharpOptions{r.ranks_per_node, in_switch_steps(), r.sharp_of_local});
+            r.ranks, r.bytes,
+            NvlsSharpOptions{r.ranks_per_node, in_switch_steps(), r.sharp_of_local, flows_only});
       const std::uint32_t pipeline =
           r.pipeline > 0 ? r.pipeline
                          : static_cast<std::uint32_t>(
@@ -145,10 +149,20 @@ Plan plan_collective(const CollectiveRequest& r) {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       // `ranks` GPUs plus one NVSwitch rank per server; steps: in_switch_steps().
       return plan_nvls_tree_allreduce(r.ranks, r.bytes,
-                                      NvlsTreeOptions{r.ranks_per_node, in_switch_steps()});
+                                      NvlsTreeOptions{r.ranks_per_node, in_switch_steps(), flows_only});
     }
   }
   return unsupported();
+}
+
+}  // namespace
+
+Plan plan_collective(const CollectiveRequest& r) {
+  Plan plan = plan_request(r);
+  // Planners without a flows-only form (hierarchical, parameter server, NVLS in one domain)
+  // are summed from their transfers.
+  if (r.form == PlanForm::Flows) make_flows_only(plan);
+  return plan;
 }
 
 }  // namespace gradsync

@@ -26,8 +26,10 @@ std::string_view to_string(Fidelity fidelity) {
 }
 
 Fidelity resolve_fidelity(Fidelity requested, const Plan& plan) {
+  if (plan.flows_only && requested == Fidelity::Step)
+    throw std::logic_error("resolve_fidelity: step fidelity needs the plan's transfers");
   if (requested != Fidelity::Auto) return requested;
-  if (plan.transfers.size() > kAutoStepTransfers) return Fidelity::Flow;
+  if (plan_transfer_count(plan) > kAutoStepTransfers) return Fidelity::Flow;
   // SimGrid re-solves the sharing of every flow coupled to a finished one, so the cost of a
   // step-level run grows like transfers × concurrent flows. Measured on 2 cores: a 256-rank
   // ring (130k transfers, 256 edges) runs in 0.3 s, a 64-rank pipelined tree (65k transfers,
@@ -36,10 +38,22 @@ Fidelity resolve_fidelity(Fidelity requested, const Plan& plan) {
   // flows are connections, (pair, channel): a 32-rank plan of 16 trees (one pair per NIC) runs
   // 16 chains over the same pairs at once, and counting pairs only kept a 7B step of such
   // trees at step fidelity (4.7 s instead of 0.3 s).
-  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> edges;
-  for (const Transfer& t : plan.transfers) edges.emplace(t.src, t.dst, t.channel);
-  const double work = static_cast<double>(plan.transfers.size()) * static_cast<double>(edges.size());
+  const double work = static_cast<double>(plan_transfer_count(plan)) *
+                      static_cast<double>(plan_connection_count(plan));
   return work <= kAutoStepWork ? Fidelity::Step : Fidelity::Flow;
+}
+
+Plan plan_collective(CollectiveRequest request, Fidelity fidelity) {
+  if (fidelity == Fidelity::Step) {
+    request.form = PlanForm::Transfers;
+    return plan_collective(request);
+  }
+  request.form = PlanForm::Flows;
+  Plan flows = plan_collective(request);
+  if (fidelity == Fidelity::Flow || resolve_fidelity(Fidelity::Auto, flows) == Fidelity::Flow)
+    return flows;
+  request.form = PlanForm::Transfers;
+  return plan_collective(request);
 }
 
 std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
@@ -82,13 +96,16 @@ std::vector<std::pair<DeviceId, DeviceId>> device_pairs(const Plan& plan,
   if (rank_devices.size() < plan.ranks)
     throw std::out_of_range("device_pairs: fewer devices than ranks");
   std::vector<std::vector<std::uint32_t>> dsts(plan.ranks);
-  for (const Transfer& t : plan.transfers) {
-    if (t.src >= plan.ranks || t.dst >= plan.ranks)
+  const auto add = [&](std::uint32_t src, std::uint32_t dst) {
+    if (src >= plan.ranks || dst >= plan.ranks)
       throw std::out_of_range("device_pairs: transfer rank out of range");
-    auto& v = dsts[t.src];
-    const auto it = std::lower_bound(v.begin(), v.end(), t.dst);
-    if (it == v.end() || *it != t.dst) v.insert(it, t.dst);
-  }
+    auto& v = dsts[src];
+    const auto it = std::lower_bound(v.begin(), v.end(), dst);
+    if (it == v.end() || *it != dst) v.insert(it, dst);
+  };
+  for (const Transfer& t : plan.transfers) add(t.src, t.dst);
+  for (const FlowPhase& phase : plan.flow_phases)
+    for (const PlanFlow& f : phase.flows) add(f.src, f.dst);
   std::vector<std::pair<DeviceId, DeviceId>> out;
   for (std::uint32_t src = 0; src < plan.ranks; ++src)
     for (std::uint32_t dst : dsts[src])

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -36,7 +37,8 @@ RingLayout check_ring_args(const char* planner, std::uint32_t ranks, Bytes bytes
   detail::require(bytes.bytes() >= 0.0, planner, "negative size");
   const std::uint64_t lanes = std::uint64_t{options.channels} * options.pipeline;
   const std::uint64_t transfers = passes * (ranks - 1) * ranks * lanes;
-  detail::require(ranks * lanes < kNoTransfer && transfers < kNoTransfer, planner,
+  detail::require(ranks * lanes < kNoTransfer && (options.flows_only || transfers < kNoTransfer),
+                  planner,
                   fmt::format("{} ranks × {} lanes is too large a plan", ranks, lanes));
   return {ranks, static_cast<std::uint32_t>(lanes), options.pipeline};
 }
@@ -52,8 +54,47 @@ Plan ring_base(CollectiveOp op, std::uint32_t ranks, Bytes bytes, const RingOpti
   plan.chunk_bytes = split_bytes(bytes, ranks * layout.lanes);
   plan.steps = static_cast<std::uint32_t>(passes * (ranks - 1));
   plan.channels = options.channels;
-  detail::reserve_transfers(plan, passes * (ranks - 1) * ranks * layout.lanes, "plan_ring");
+  if (!options.flows_only)
+    detail::reserve_transfers(plan, passes * (ranks - 1) * ranks * layout.lanes, "plan_ring");
   return plan;
+}
+
+// The flows-only form of a ring pass or of both (ring AllReduce), without its transfers: per
+// channel, position i sends to position i+1 every block of the channel but one — in the
+// reduce-scatter all but block i (it ends owning it), in the all-gather all but block i+1 (the
+// block its successor started with); see append_ring_pass().
+void ring_flows(Plan& plan, const RingLayout& layout,
+                const std::vector<std::vector<std::uint32_t>>& rings, bool reduce_scatter,
+                bool all_gather) {
+  const std::uint32_t m = layout.ranks;
+  FlowPhase phase{plan.steps, Bytes(0.0), {}};
+  if (m > 1) {
+    std::vector<double> block(m);
+    for (std::uint32_t c = 0; c < rings.size(); ++c) {
+      double total = 0.0;
+      for (std::uint32_t j = 0; j < m; ++j) {
+        double b = 0.0;
+        for (std::uint32_t v = 0; v < layout.pipeline; ++v)
+          b += plan.chunk_bytes[std::size_t{j} * layout.lanes + c * layout.pipeline + v].bytes();
+        block[j] = b;
+        total += b;
+      }
+      for (std::uint32_t i = 0; i < m; ++i) {
+        double bytes = 0.0;
+        if (reduce_scatter) bytes += total - block[i];
+        if (all_gather) bytes += total - block[(i + 1) % m];
+        phase.flows.push_back(PlanFlow{rings[c][i], rings[c][(i + 1) % m],
+                                       static_cast<std::uint8_t>(c), Bytes(bytes)});
+      }
+    }
+  }
+  std::sort(phase.flows.begin(), phase.flows.end(), [](const PlanFlow& a, const PlanFlow& b) {
+    return std::tie(a.src, a.dst, a.channel) < std::tie(b.src, b.dst, b.channel);
+  });
+  plan.flows_only = true;
+  plan.transfer_count = (reduce_scatter && all_gather ? 2ULL : 1ULL) * (m - 1) * m * layout.lanes;
+  plan.connection_count = phase.flows.size();
+  plan.flow_phases.push_back(std::move(phase));
 }
 
 std::vector<std::uint32_t> ring_members(std::uint32_t ranks) {
@@ -121,6 +162,10 @@ Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes, const RingOptions& op
   const RingLayout layout = check_ring_args(planner, ranks, bytes, options, 2);
   Plan plan = ring_base(CollectiveOp::AllReduce, ranks, bytes, options, layout, 2);
   const auto rings = channel_rings(planner, ranks, options);
+  if (options.flows_only) {
+    ring_flows(plan, layout, rings, true, true);
+    return plan;
+  }
   const auto rs = append_channel_passes(plan, layout, rings, detail::RingPassKind::ReduceScatter,
                                         kNoChannelFirstDeps);
   // Position i starts the all-gather with block i, which arrived in the last reduce-scatter
@@ -141,6 +186,10 @@ Plan plan_ring_reduce_scatter(std::uint32_t ranks, Bytes bytes, const RingOption
   Plan plan = ring_base(CollectiveOp::ReduceScatter, ranks, bytes, options, layout, 1);
   const auto rings = channel_rings(planner, ranks, options);
   plan.chunk_owner = block_owners(layout, rings);
+  if (options.flows_only) {
+    ring_flows(plan, layout, rings, true, false);
+    return plan;
+  }
   append_channel_passes(plan, layout, rings, detail::RingPassKind::ReduceScatter,
                         kNoChannelFirstDeps);
   return plan;
@@ -152,6 +201,10 @@ Plan plan_ring_allgather(std::uint32_t ranks, Bytes bytes, const RingOptions& op
   Plan plan = ring_base(CollectiveOp::AllGather, ranks, bytes, options, layout, 1);
   const auto rings = channel_rings(planner, ranks, options);
   plan.chunk_owner = block_owners(layout, rings);
+  if (options.flows_only) {
+    ring_flows(plan, layout, rings, false, true);
+    return plan;
+  }
   append_channel_passes(plan, layout, rings, detail::RingPassKind::AllGather,
                         kNoChannelFirstDeps);
   return plan;

@@ -2,11 +2,14 @@
 // shared by the ring and hierarchical planners, plus argument checks common to all planners.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gradsync/collective.hpp"
 
@@ -31,6 +34,29 @@ inline void reserve_transfers(Plan& plan, std::uint64_t n, const char* planner) 
         " GB), more than the " + std::to_string(kMaxPlanTransfers / 1000000) +
         "M gradsync holds in one plan: fewer ranks, channels or pipeline steps");
   plan.transfers.reserve(static_cast<std::size_t>(n));
+}
+
+// Flows-only planning of a pipelined planner whose pipeline step k uses the connections of
+// step k mod `period` (its flows are then those of `period` steps carrying all the bytes): the
+// steps to build, and the built plan's chunk bytes, built chunk index(s mod built, j) adding
+// the bytes of real chunk index(s, j) for step s < steps and lane j < lanes. `index(s, j)` is
+// the planner's chunk layout for its current step count (passed as the third argument).
+inline std::uint32_t built_steps(bool flows_only, std::uint32_t steps, std::uint32_t period) {
+  return flows_only ? std::min(steps, period) : steps;
+}
+template <typename Index>
+std::vector<Bytes> fold_chunks(const std::vector<Bytes>& real, std::uint32_t steps,
+                               std::uint32_t built, std::uint32_t lanes, Index&& index) {
+  if (built == steps) return real;
+  std::vector<Bytes> out(std::size_t{built} * lanes, Bytes(0.0));
+  for (std::uint32_t s = 0; s < steps; ++s)
+    for (std::uint32_t j = 0; j < lanes; ++j)
+      out[index(s % built, j, built)] += real[index(s, j, steps)];
+  return out;
+}
+// The first chunk of split_bytes(total, parts), without the vector.
+inline Bytes first_chunk(Bytes total, std::uint32_t parts) {
+  return parts <= 1 ? total : Bytes(std::floor(total.bytes() / parts));
 }
 
 // The checks of the in-switch planners over servers (NVLSTree, NVLS with SHARP): GPUs in whole

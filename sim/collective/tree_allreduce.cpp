@@ -77,7 +77,9 @@ RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain
 Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& options) {
   constexpr const char* kPlanner = "plan_tree_allreduce";
   const std::uint32_t ppn = options.ranks_per_node;
-  const std::uint32_t pipeline = options.pipeline;
+  const std::uint32_t real_pipeline = options.pipeline;
+  // Flows-only: every chunk of a tree uses the tree's connections, so one chunk per tree.
+  const std::uint32_t pipeline = detail::built_steps(options.flows_only, real_pipeline, 1);
   detail::require(ranks >= 1, kPlanner, "needs at least one rank");
   detail::require(ppn >= 1 && ranks % ppn == 0, kPlanner,
                   fmt::format("ranks_per_node {} does not divide {} ranks", ppn, ranks));
@@ -86,7 +88,7 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   detail::require(tree_count >= 2 && tree_count <= 64 && tree_count % 2 == 0, kPlanner,
                   fmt::format("trees must be even, 2..64, got {}", tree_count));
   detail::require(bytes.bytes() >= 0.0, kPlanner, "negative size");
-  detail::require(std::uint64_t{ranks} * pipeline * 2 * tree_count < kNoTransfer, kPlanner,
+  detail::require(std::uint64_t{ranks} * real_pipeline * 2 * tree_count < kNoTransfer, kPlanner,
                   "too large a plan");
 
   const std::array<BinaryTree, 2> node_trees = build_double_binary_tree(ranks / ppn);
@@ -107,10 +109,14 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   plan.ranks = ranks;
   plan.contributors = ranks;
   plan.total_bytes = bytes;
-  plan.chunk_bytes = split_bytes(bytes, tree_count * pipeline);
+  plan.chunk_bytes = detail::fold_chunks(
+      split_bytes(bytes, tree_count * real_pipeline), real_pipeline, pipeline, tree_count,
+      [](std::uint32_t k, std::uint32_t t, std::uint32_t p) { return t * p + k; });
   plan.steps = 2 * height;
   plan.channels = tree_count;
-  detail::reserve_transfers(plan, std::uint64_t{2} * tree_count * (ranks - 1) * pipeline, kPlanner);
+  const std::uint64_t full_transfers = std::uint64_t{2} * tree_count * (ranks - 1) * real_pipeline;
+  detail::reserve_transfers(plan, options.flows_only ? full_transfers / real_pipeline : full_transfers,
+                            kPlanner);
 
   // Per tree: the transfer that carried the current/previous chunk up from each rank, and
   // down into each rank (a rank has one parent, so both are indexed by the child rank).
@@ -158,9 +164,10 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   // latencies on the critical path), and the pipeline fills over 2·height links. The fill is
   // charged at half a chunk per link: links are shared by the two trees' up and down streams
   // (calibrated against step fidelity, test "engine: step and flow agree").
-  const Bytes chunk_size = plan.chunk_bytes.empty() ? Bytes(0.0) : plan.chunk_bytes.front();
-  plan.end_phase(plan.steps + pipeline - 1,
+  const Bytes chunk_size = detail::first_chunk(bytes, tree_count * real_pipeline);
+  plan.end_phase(plan.steps + real_pipeline - 1,
                  chunk_size * (plan.steps > 0 ? plan.steps - 1 : 0) * 0.5);
+  if (options.flows_only) make_flows_only(plan, full_transfers);
   return plan;
 }
 

@@ -668,7 +668,7 @@ struct Simulation::Impl {
     run_started = progress_shown = std::chrono::steady_clock::now();
     progress_shown -= progress_every;
     completions = 0;
-    run_total = p.transfers.size();
+    run_total = plan_transfer_count(p);
     const Fidelity fidelity = resolve_fidelity(requested, p);
     nccl_run_cost.reset();
     nccl_intra_route_latency = nccl_inter_route_latency = Seconds(0.0);
@@ -758,54 +758,34 @@ struct Simulation::Impl {
   // one after another (barriers), each flow paying the phase's step latencies and fill.
   void run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices) {
     flow_mode = true;
-    std::vector<Plan::Phase> phases = p.phases;
-    if (phases.empty())
-      phases.push_back(Plan::Phase{static_cast<TransferId>(p.transfers.size()), p.steps, Bytes(0.0)});
+    std::vector<FlowPhase> summed;
+    if (!p.flows_only) summed = flow_phases_of(p);
+    const std::vector<FlowPhase>& phases = p.flows_only ? p.flow_phases : summed;
     // Each phase's flows: bytes per (source, destination, channel), then per device pair.
     struct PhaseFlows {
       std::map<std::tuple<DeviceId, DeviceId, std::uint8_t>, double> flows;
       std::map<std::pair<DeviceId, DeviceId>, double> pairs;
     };
     std::vector<PhaseFlows> phase_flows(phases.size());
-    TransferId begin = 0;
+    // One flow per (pair, channel): channels are separate connections (NCCL channels), and
+    // merging them would make unequal flows that max-min shares unevenly. Trees with more
+    // than one pair (a pair per NIC) are the exception: the rotated chains put a node's
+    // neighbour pairs in up to `trees` trees, all on one route with equal bytes, and one
+    // flow per tree made SimGrid's solver quadratic in flows (512 GPUs, 16 trees: 12.9 s
+    // instead of 2 s). Merged, such a pair weighs as one flow where it shares a link with
+    // other pairs: the GPU's NVLink/PCIe port, which the NIC-bound head flows do not
+    // saturate. Flow then stays within 10 % of step fidelity (128 GPUs, 16 trees, 256 MiB:
+    // 255 vs 235 GB/s busbw; "engine: step and flow agree" checks smaller clusters).
+    const bool merge_channels = p.algorithm == Algorithm::Tree && p.channels > 2;
     for (std::size_t k = 0; k < phases.size(); ++k) {
-      const Plan::Phase& phase = phases[k];
-      // One flow per (pair, channel): channels are separate connections (NCCL channels), and
-      // merging them would make unequal flows that max-min shares unevenly. Trees with more
-      // than one pair (a pair per NIC) are the exception: the rotated chains put a node's
-      // neighbour pairs in up to `trees` trees, all on one route with equal bytes, and one
-      // flow per tree made SimGrid's solver quadratic in flows (512 GPUs, 16 trees: 12.9 s
-      // instead of 2 s). Merged, such a pair weighs as one flow where it shares a link with
-      // other pairs: the GPU's NVLink/PCIe port, which the NIC-bound head flows do not
-      // saturate. Flow then stays within 10 % of step fidelity (128 GPUs, 16 trees, 256 MiB:
-      // 255 vs 235 GB/s busbw; "engine: step and flow agree" checks smaller clusters).
-      const bool merge_channels = p.algorithm == Algorithm::Tree && p.channels > 2;
-      // Bytes per (source rank, destination rank, channel), each source's list sorted by
-      // (destination, channel): a binary search per transfer in a short list (a phase has
-      // millions of transfers but few pairs per rank), then one ordered map over the flows.
-      struct RankFlow {
-        std::uint64_t key;  // destination rank << 8 | channel
-        double bytes;
-      };
-      std::vector<std::vector<RankFlow>> per_source(p.ranks);
-      for (TransferId id = begin; id < phase.end; ++id) {
-        const Transfer& t = p.transfers[id];
-        if (rank_devices[t.src] == rank_devices[t.dst]) continue;
-        const std::uint64_t key = (static_cast<std::uint64_t>(t.dst) << 8) |
-                                  (merge_channels ? std::uint8_t{0} : t.channel);
-        auto& v = per_source[t.src];
-        auto it = std::lower_bound(v.begin(), v.end(), key,
-                                   [](const RankFlow& f, std::uint64_t k2) { return f.key < k2; });
-        if (it == v.end() || it->key != key) it = v.insert(it, RankFlow{key, 0.0});
-        it->bytes += p.bytes_of(t).bytes();
-      }
       PhaseFlows& pf = phase_flows[k];
-      for (std::uint32_t src = 0; src < p.ranks; ++src)
-        for (const RankFlow& f : per_source[src])
-          pf.flows[{rank_devices[src], rank_devices[static_cast<std::uint32_t>(f.key >> 8)],
-                    static_cast<std::uint8_t>(f.key & 0xff)}] += f.bytes;
+      for (const PlanFlow& f : phases[k].flows) {
+        const DeviceId src = rank_devices[f.src];
+        const DeviceId dst = rank_devices[f.dst];
+        if (src == dst) continue;
+        pf.flows[{src, dst, merge_channels ? std::uint8_t{0} : f.channel}] += f.bytes.bytes();
+      }
       for (const auto& [key, b] : pf.flows) pf.pairs[{std::get<0>(key), std::get<1>(key)}] += b;
-      begin = phase.end;
     }
     // Under NCCL every flow of the first phase pays NCCL's latency for the whole collective
     // (base + intra and inter steps, each at least the longest route of its class over the
@@ -822,7 +802,7 @@ struct Simulation::Impl {
           slot = std::max(slot, route->latency);
         }
     for (std::size_t k = 0; k < phases.size(); ++k) {
-      const Plan::Phase& phase = phases[k];
+      const FlowPhase& phase = phases[k];
       const PhaseFlows& pf = phase_flows[k];
       latency_multiplier.clear();
       const double steps = std::max<std::uint32_t>(phase.steps, 1);

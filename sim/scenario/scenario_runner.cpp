@@ -19,9 +19,9 @@ namespace {
 
 // plan_collective(), with a request it cannot plan (e.g. beyond the transfers one plan holds)
 // reported as bad input of the scenario rather than as an internal error.
-Plan plan_or_fail(const CollectiveRequest& r, const SourceMark& scenario) {
+Plan plan_or_fail(const CollectiveRequest& r, Fidelity fidelity, const SourceMark& scenario) {
   try {
-    return plan_collective(r);
+    return plan_collective(r, fidelity);
   } catch (const std::invalid_argument& e) {
     throw ConfigError(scenario, fmt::format("{} {} over {} GPUs: {}", to_string(r.algorithm),
                                             to_string(r.op), r.ranks, e.what()));
@@ -76,7 +76,8 @@ class CollectiveTimer {
         r.op = op;
         r.algorithm = a;
         r.bytes = bytes;
-        PlanTiming t = sim_.run_plan(plan_or_fail(r, scenario_), group.devices_for(a), fidelity_);
+        PlanTiming t = sim_.run_plan(plan_or_fail(r, fidelity_, scenario_), group.devices_for(a),
+                                     fidelity_);
         it = cache_.emplace(key, std::move(t)).first;
       }
       if (best.first.seconds() < 0 || it->second.time < best.first) {
@@ -277,7 +278,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
           r.op = op;
           r.algorithm = a;
           r.bytes = Bytes(4096.0 * group_ranks);
-          const auto p = device_pairs(plan_or_fail(r, SourceMark{sc.file.string(), 0, 0}),
+          const auto p = device_pairs(plan_or_fail(r, Fidelity::Flow, SourceMark{sc.file.string(), 0, 0}),
                                       g.devices_for(a));
           pairs.insert(pairs.end(), p.begin(), p.end());
         }
