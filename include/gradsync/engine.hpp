@@ -153,6 +153,11 @@ class Simulation {
   // Runs one plan to completion (plans run one after another on the same platform).
   PlanTiming run_plan(const Plan& plan, const std::vector<DeviceId>& rank_devices,
                       Fidelity fidelity = Fidelity::Auto);
+  // Flow fidelity's exact reductions (on by default): components of a phase that are the same
+  // max-min system are simulated once, and a pair's flows of one size are merged where every
+  // pair of the component carries as many (sim/engine/flow_symmetry.hpp). Off: every flow is
+  // replayed (the reference the reductions are tested against).
+  void set_symmetry(bool on);
   // Called during a run_plan() that has lasted over `after` of wall time, then at most every
   // `every`; empty (the default): never. Never changes what is simulated.
   void set_progress(std::function<void(const RunProgress&)> report,

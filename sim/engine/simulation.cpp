@@ -27,6 +27,7 @@
 #include "gradsync/nccl_tuner.hpp"
 #include "gradsync/platform.hpp"
 #include "gradsync/tcp_model.hpp"
+#include "flow_symmetry.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -167,6 +168,13 @@ struct Simulation::Impl {
   // Flow fidelity: one flow per pair; completions count down.
   bool flow_mode = false;
   std::size_t flows_left = 0;
+  // Flow fidelity's exact reductions (flow_symmetry.hpp; Simulation::set_symmetry), off under
+  // RTT-biased TCP sharing (routes then weigh differently in SimGrid); per device its index in
+  // its server (network devices: past every server index), and the shapes of this phase.
+  bool symmetry = true;
+  bool rtt_biased = false;
+  std::vector<std::uint32_t> local_order;
+  std::unordered_map<std::uint64_t, detail::FlowShape> flow_shapes;
 
   Impl(const Topology& topo, const std::vector<std::string>& simgrid_args, std::uint64_t seed)
       : topology(&topo), router(topo), ecmp_seed(seed) {
@@ -183,6 +191,13 @@ struct Simulation::Impl {
       for (const Link& l : topo.links()) roce_links = roce_links || l.fabric == Fabric::Roce;
       if (roce_links && !topo.roce()->pfc) roce_tier = RoceTier::Lossy;
       else if (roce_links && !topo.roce()->ecn) roce_tier = RoceTier::PfcWithoutEcn;
+    }
+    rtt_biased = topo.tcp() && topo.tcp()->rtt_bias;
+    std::unordered_map<int, std::uint32_t> next_local;
+    local_order.resize(topo.devices().size());
+    for (DeviceId d = 0; d < topo.devices().size(); ++d) {
+      const int node = topo.device(d).node;
+      local_order[d] = node >= 0 ? next_local[node]++ : (1U << 24) + static_cast<std::uint32_t>(d);
     }
     if (topo.tcp() && topo.tcp()->incast)
       for (const Link& l : topo.links()) tcp_incast = tcp_incast || l.fabric == Fabric::Ethernet;
@@ -754,6 +769,45 @@ struct Simulation::Impl {
     drain();
   }
 
+  // A pair's route as the flow-fidelity reductions see it (flow_symmetry.hpp): its SimGrid
+  // links, the latency this phase charges it, its NCCL route class, its endpoints' order in
+  // their servers. Cached per phase (latencies change between phases).
+  const detail::FlowShape& flow_shape(DeviceId src, DeviceId dst) {
+    const std::uint64_t key = pair_key(src, dst);
+    auto [it, fresh] = flow_shapes.try_emplace(key);
+    detail::FlowShape& shape = it->second;
+    if (!fresh) return shape;
+    const PlatformRoute* route = platform.find_route(src, dst);
+    if (route == nullptr) {
+      shape.plain = false;
+      return shape;
+    }
+    // One sub-flow on one path of topology links: no queue pairs or rails, no adaptive
+    // spreading (whose branching hops are aggregate SimGrid links).
+    shape.plain = route->qp_sources.empty() &&
+                  std::all_of(route->link_shares.begin(), route->link_shares.end(),
+                              [](const LinkShare& s) { return s.share == 1.0; });
+    const auto add_port = [&](LinkId link, DeviceId from) {
+      const sg4::Link* l = platform.link_from(*topology, link, from);
+      shape.ports.push_back({reinterpret_cast<std::uintptr_t>(l), l->get_bandwidth(),
+                             static_cast<int>(l->get_sharing_policy())});
+    };
+    const auto add_route = [&](const Route& r) {
+      for (std::size_t i = 0; i < r.links.size(); ++i) add_port(r.links[i], r.devices[i]);
+    };
+    add_route(route->route);
+    if (!shape.plain) {  // every link any part of it may use (conservative coupling)
+      for (const Route& r : route->qp_routes) add_route(r);
+      for (const LinkShare& s : route->link_shares) add_port(s.link, s.from);
+    }
+    shape.latency_s = base_latency(Bytes(0.0), src, dst, route->latency).seconds();
+    const auto cls = route_class.find(key);
+    shape.route_class = cls != route_class.end() ? static_cast<int>(cls->second) + 1 : 0;
+    shape.src_order = local_order[src];
+    shape.dst_order = local_order[dst];
+    return shape;
+  }
+
   // One flow per rank pair and phase, carrying the phase's bytes between them; phases run
   // one after another (barriers), each flow paying the phase's step latencies and fill.
   void run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices) {
@@ -819,10 +873,25 @@ struct Simulation::Impl {
             nccl_run_cost ? FlowLatency{0.0, collective_latency.seconds() + fill_s}
                           : FlowLatency{steps, fill_s};
       }
-      flows_left = pf.flows.size();
-      completions = 0;
+      std::vector<detail::DeviceFlow> flows;
+      flows.reserve(pf.flows.size());
       for (const auto& [key, b] : pf.flows)
-        start_comm(std::get<0>(key), std::get<1>(key), Bytes(b), kNoTransfer);
+        flows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), b});
+      // Exact reductions (flow_symmetry.hpp), where a flow's start does not depend on the
+      // others started with it.
+      if (symmetry && roce_tier == RoceTier::None && !tcp_incast && !rtt_biased) {
+        flow_shapes.clear();
+        detail::ReducedPhase reduced = detail::reduce_phase(
+            flows, [this](DeviceId src, DeviceId dst) -> const detail::FlowShape& {
+              return flow_shape(src, dst);
+            });
+        for (const detail::DeviceFlow& f : reduced.mirrored) count_link_bytes(f.src, f.dst, f.bytes);
+        flows = std::move(reduced.simulate);
+      }
+      flows_left = flows.size();
+      completions = 0;
+      for (const detail::DeviceFlow& f : flows)
+        start_comm(f.src, f.dst, Bytes(f.bytes), kNoTransfer);
       flush_deferred();
       run_total = flows_left;  // with every QP / rail part
       engine->run();
@@ -840,6 +909,8 @@ Simulation::~Simulation() = default;
 void Simulation::build(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
   impl_->build(pairs);
 }
+
+void Simulation::set_symmetry(bool on) { impl_->symmetry = on; }
 
 void Simulation::set_progress(std::function<void(const RunProgress&)> report,
                               std::chrono::milliseconds after, std::chrono::milliseconds every) {
