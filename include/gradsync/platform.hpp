@@ -1,7 +1,8 @@
 // The topology graph as a SimGrid platform, built in code (no XML).
 //
-// One flat full zone; one SimGrid host per GPU (named after the device) and per other device
-// that is the endpoint of a routed pair; one SimGrid link per topology link: split-duplex for
+// One flat zone whose routes are bypass routes (a map, no hosts x hosts table); one SimGrid
+// host per GPU (named after the device) and per other device that is the endpoint of a routed
+// pair; one SimGrid link per topology link: split-duplex for
 // Duplex::Full, one shared link for Duplex::Half, bandwidth = line rate x efficiency. Routes
 // exist only for the (src, dst) pairs the caller asks for, in that direction: ECMP may pick a
 // different path each way. Sending between hosts without a route aborts the process (a

@@ -284,23 +284,32 @@ class Router {
   [[nodiscard]] std::uint64_t link_cost(LinkId id) const;
   [[nodiscard]] bool may_forward(DeviceId id) const;
 
-  struct Graph;  // the Boost graph, built once per Router
   // Distances are kept for the most recently used destinations only, so memory stays
   // O(kCachedDestinations × devices) however many pairs are routed.
   static constexpr std::size_t kCachedDestinations = 64;
   struct CachedDistances {
     DeviceId dst;
+    // Cost-to-dst (UINT64_MAX = unknown or unreachable): exact for settled devices. The search
+    // toward dst is bounded and resumed (settle_below): a route from src needs only the devices
+    // closer to dst than src, so a ring's neighbours cost a few dozen devices, not the cluster.
     std::vector<std::uint64_t> dist;
+    std::vector<std::uint8_t> settled;
+    std::vector<std::pair<std::uint64_t, DeviceId>> heap;  // the search's frontier (min-heap)
+    std::vector<DeviceId> touched;  // devices whose dist was set, reset when the slot is reused
     // PCIe switches without P2P next to dst (when dst is a GPU), with their cost-to-dst for a
     // flow that entered them from a GPU (upstream only); usually empty.
     std::vector<std::pair<DeviceId, std::uint64_t>> from_gpu;
   };
-  // Cost-to-dst of every device (UINT64_MAX = unreachable), computed once per destination.
-  const CachedDistances& cached_to(DeviceId dst) const;
+  // The distances toward dst, exact for every device closer to dst than `from` (and for `from`
+  // itself, also when it is a GPU source).
+  CachedDistances& distances(DeviceId from, DeviceId dst) const;
+  CachedDistances& slot_for(DeviceId dst) const;
+  void settle_below(CachedDistances& c, std::uint64_t bound) const;
+  void settle(CachedDistances& c, DeviceId v) const;
+  void set_distance(CachedDistances& c, DeviceId v, std::uint64_t d) const;
 
   const Topology* topology_;
   std::vector<std::uint64_t> link_costs_;
-  std::shared_ptr<const Graph> graph_;
   mutable std::vector<CachedDistances> cache_;  // ring buffer of recent destinations
   mutable std::size_t cache_next_ = 0;
 };

@@ -2,15 +2,17 @@
 // one egress link per host instead of the links themselves).
 //
 // SimGrid facts this relies on (3.32, verified against its sources and by measurement):
-// - FullZone::add_route(src, dst, ..., symmetrical=false) stores exactly the given link list;
-//   a split-duplex link in it must say UP (its "<name>_UP" half) or DOWN ("<name>_DOWN").
-//   SimGrid gives the two halves no physical meaning beyond swapping them on a symmetrical
-//   back route; here UP always carries traffic from link.a to link.b.
+// - NetZone::add_bypass_route(src, dst, nullptr, nullptr, links) stores exactly the given link
+//   list for that host pair in a map (NetZoneImpl::bypass_routes_), which every route lookup
+//   (get_global_route_with_netzones) consults first; a split-duplex link in it must say UP
+//   (its "<name>_UP" half) or DOWN ("<name>_DOWN"); here UP always carries traffic from link.a
+//   to link.b.
 // - CM02 (NetworkCm02Model::communicate): a flow's max-min weight is 1 / (sum of its route's
 //   link latencies, before the latency factor); its delay is that sum times the latency
 //   factor; with TCP-gamma > 0 its rate is capped at gamma / (2 x the unscaled sum).
-// - FullZone keeps an n x n table of route pointers over its hosts (8 n^2 bytes: 8 MiB at
-//   1024 hosts, 128 MiB at 4096) plus one heap-allocated route per added pair.
+// - FullZone keeps an n x n table of route pointers over its hosts (8 n^2 bytes: 128 MiB at
+//   4096 hosts, 2.1 GB at 16,384, page-faulted in by its zeroing). The platform is therefore an
+//   EmptyZone (no table) whose routes are all bypass routes: memory follows the routed pairs.
 #include "gradsync/platform.hpp"
 
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
@@ -174,10 +176,10 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   configure_neutral_network(engine);
 
   Platform p;
-  p.zone = sg4::create_full_zone(topology.name().empty() ? "gradsync" : topology.name());
+  p.zone = sg4::create_empty_zone(topology.name().empty() ? "gradsync" : topology.name());
 
   // Hosts: every GPU (rank order), then other endpoints of routed pairs (DeviceId order).
-  // All hosts exist before the first route: FullZone resizes its table when the count changes.
+  // All hosts exist before the first route.
   p.device_hosts.assign(devices.size(), nullptr);
   auto add_host = [&](DeviceId d) {
     if (p.device_hosts[d] != nullptr) return;
@@ -198,7 +200,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
 
   // One SimGrid link per topology link; latency 0 (it rides on the route, see platform.hpp).
   p.links.reserve(topology.links().size());
-  std::vector<const sg4::Link*> route_links;  // what add_route takes: the split-duplex pair
+  std::vector<const sg4::Link*> route_links;  // the split-duplex pair of each topology link
   route_links.reserve(topology.links().size());
   for (LinkId id = 0; id < topology.links().size(); ++id) {
     const Link& l = topology.link(id);
@@ -231,7 +233,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   };
 
   // Routing (fabric_model.hpp): spread every pair first, so that the per-QP alias hosts exist
-  // before the first route (FullZone sizes its table by the host count).
+  // before the first route.
   const Routing routing = effective_routing(topology);
   const std::uint32_t qps = std::max<std::uint32_t>(topology.routing().qps, 1);
   const std::uint64_t seed = options.ecmp_seed ^ topology.routing().seed;
@@ -406,8 +408,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     const std::size_t hops_before_tcp = hops.size();
     tcp_host_hops(pr.route, hops, pr.bottleneck);
     const double tcp_rate = hops.size() > hops_before_tcp ? pr.bottleneck.bytes_per_second() : 0.0;
-    p.zone->add_route(p.device_hosts[src]->get_netpoint(), p.device_hosts[dst]->get_netpoint(),
-                      nullptr, nullptr, hops, /*symmetrical=*/false);
+    p.zone->add_bypass_route(p.device_hosts[src]->get_netpoint(),
+                             p.device_hosts[dst]->get_netpoint(), nullptr, nullptr, hops);
     table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{p.device_hosts[src],
                                                                  p.device_hosts[dst]},
                    RouteLatency{src, dst, pr.latency.seconds(), tcp_rate, carrier});
@@ -421,8 +423,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
       path_hops(pr.qp_routes[q], hops, qp_latency, qp_bottleneck);
       tcp_host_hops(pr.qp_routes[q], hops, qp_bottleneck);
       pr.bottleneck = std::min(pr.bottleneck, qp_bottleneck);
-      p.zone->add_route(pr.qp_sources[q]->get_netpoint(), p.device_hosts[dst]->get_netpoint(),
-                        nullptr, nullptr, hops, /*symmetrical=*/false);
+      p.zone->add_bypass_route(pr.qp_sources[q]->get_netpoint(),
+                               p.device_hosts[dst]->get_netpoint(), nullptr, nullptr, hops);
       table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{pr.qp_sources[q],
                                                                    p.device_hosts[dst]},
                      RouteLatency{src, dst, qp_latency.seconds(), tcp_rate, qp_carrier});

@@ -1,8 +1,9 @@
 // Shortest-path routing with ECMP candidates (see Router in topology.hpp).
 //
-// Distances are computed once per destination with Boost's Dijkstra over the devices that
-// forward traffic (every kind but GPUs); a GPU's own distance is one relaxation over its
-// links. A route then walks from the source, taking at each device one of the links that
+// Distances toward a destination come from a Dijkstra search over the devices that forward
+// traffic (every kind but GPUs), bounded by the source at hand and resumed for farther ones,
+// kept for the most recent destinations; a GPU source's own distance is one relaxation over
+// its links. A route then walks from the source, taking at each device one of the links that
 // stays on a shortest path, chosen by a hash of (flow, device) — what per-hop ECMP does.
 //
 // PCIe switches without P2P (Device::p2p false). The only path they forbid is
@@ -14,9 +15,6 @@
 // vector (`from_gpu`) and used for a GPU source's first hop and for the hop after it. The walk
 // G -> switch -> CPU -> switch -> G' that results is NCCL's copy through host memory: the
 // switch's uplink carries the data up and down.
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/filtered_graph.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -39,26 +37,6 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-using WeightProperty = boost::property<boost::edge_weight_t, std::uint64_t>;
-using RoutingGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
-                                           boost::no_property, WeightProperty>;
-
-// Keeps the links between forwarding devices (and those touching the destination).
-struct ForwardingEdges {
-  const Topology* topology = nullptr;
-  const RoutingGraph* graph = nullptr;
-  DeviceId dst = 0;
-  template <typename Edge>
-  bool operator()(const Edge& e) const {
-    const auto u = boost::source(e, *graph);
-    const auto v = boost::target(e, *graph);
-    auto ok = [&](std::size_t d) {
-      return d == dst || topology->device(d).kind != DeviceKind::Gpu;
-    };
-    return ok(u) && ok(v);
-  }
-};
-
 // Cost-to-dst of `v` for a flow that entered it from a GPU (see the header comment).
 std::uint64_t distance_from_gpu(const std::vector<std::uint64_t>& dist,
                                 const std::vector<std::pair<DeviceId, std::uint64_t>>& from_gpu,
@@ -72,14 +50,8 @@ bool is_no_p2p_switch(const Device& d) { return d.kind == DeviceKind::PcieSwitch
 
 }  // namespace
 
-struct Router::Graph {
-  RoutingGraph graph;
-};
-
 Router::Router(const Topology& topology) : topology_(&topology) {
   link_costs_.reserve(topology.links().size());
-  auto g = std::make_shared<Graph>();
-  g->graph = RoutingGraph(topology.devices().size());
   for (LinkId id = 0; id < topology.links().size(); ++id) {
     const Link& l = topology.link(id);
     // Hop count dominates; narrower links cost a little more so that, at equal hops, NVLink
@@ -87,9 +59,7 @@ Router::Router(const Topology& topology) : topology_(&topology) {
     const double gbps = std::max(l.bandwidth.gigabytes_per_second(), 1e-6);
     const double width = std::min(std::round(kWidthScale / gbps), 1e5);
     link_costs_.push_back(kHopCost + static_cast<std::uint64_t>(width));
-    boost::add_edge(l.a, l.b, WeightProperty(link_costs_.back()), g->graph);
   }
-  graph_ = std::move(g);
 }
 
 std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
@@ -98,36 +68,35 @@ bool Router::may_forward(DeviceId id) const {
   return topology_->device(id).kind != DeviceKind::Gpu;
 }
 
-const Router::CachedDistances& Router::cached_to(DeviceId dst) const {
+Router::CachedDistances& Router::slot_for(DeviceId dst) const {
   if (dst >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
-  for (const auto& c : cache_)
+  for (auto& c : cache_)
     if (c.dst == dst) return c;
   if (cache_.size() < kCachedDestinations) {
-    cache_.push_back(CachedDistances{dst, {}});
+    cache_.push_back(CachedDistances{});
     cache_next_ = cache_.size() - 1;
   }
   CachedDistances& slot = cache_[cache_next_];
   cache_next_ = (cache_next_ + 1) % kCachedDestinations;
+  const std::size_t n = topology_->devices().size();
+  if (slot.dist.size() != n) {
+    slot.dist.assign(n, kUnreachable);
+    slot.settled.assign(n, 0);
+  }
+  for (DeviceId v : slot.touched) {
+    slot.dist[v] = kUnreachable;
+    slot.settled[v] = 0;
+  }
+  slot.touched.clear();
+  slot.heap.clear();
+  slot.from_gpu.clear();
   slot.dst = dst;
-  auto& dist = slot.dist;
+  set_distance(slot, dst, 0);
+  slot.heap.emplace_back(0, dst);
 
+  // PCIe switches without P2P next to a GPU dst: the cost for a flow from a GPU goes upstream
+  // (their neighbours are next to dst: settling them explores little).
   const auto& links = topology_->links();
-  ForwardingEdges keep{topology_, &graph_->graph, dst};
-  boost::filtered_graph<RoutingGraph, ForwardingEdges> forwarding(graph_->graph, keep);
-
-  dist.assign(topology_->devices().size(), kUnreachable);
-  boost::dijkstra_shortest_paths(
-      forwarding, dst,
-      boost::distance_map(dist.data())
-          .distance_inf(kUnreachable)
-          .distance_zero(std::uint64_t{0})
-          .distance_combine([](std::uint64_t a, std::uint64_t b) {
-            return (a == kUnreachable || b == kUnreachable) ? kUnreachable : a + b;
-          }));
-
-  // PCIe switches without P2P next to a GPU dst: the cost for a flow from a GPU goes upstream.
-  auto& from_gpu = slot.from_gpu;
-  from_gpu.clear();
   if (topology_->device(dst).kind == DeviceKind::Gpu) {
     for (LinkId id : topology_->links_of(dst)) {
       const DeviceId sw = links[id].other(dst);
@@ -135,28 +104,88 @@ const Router::CachedDistances& Router::cached_to(DeviceId dst) const {
       std::uint64_t up = kUnreachable;
       for (LinkId out : topology_->links_of(sw)) {
         const DeviceId w = links[out].other(sw);
-        if (!may_forward(w) || dist[w] == kUnreachable) continue;
-        up = std::min(up, dist[w] + link_costs_[out]);
+        if (!may_forward(w)) continue;
+        settle(slot, w);
+        if (slot.dist[w] != kUnreachable) up = std::min(up, slot.dist[w] + link_costs_[out]);
       }
-      const bool listed = std::any_of(from_gpu.begin(), from_gpu.end(),
+      const bool listed = std::any_of(slot.from_gpu.begin(), slot.from_gpu.end(),
                                       [&](const auto& e) { return e.first == sw; });
-      if (!listed) from_gpu.emplace_back(sw, up);  // parallel links: list the switch once
+      if (!listed) slot.from_gpu.emplace_back(sw, up);  // parallel links: list the switch once
     }
-  }
-
-  // GPUs other than dst only originate traffic: one relaxation over their links.
-  for (DeviceId g : topology_->gpus()) {
-    if (g == dst) continue;
-    std::uint64_t best = kUnreachable;
-    for (LinkId id : topology_->links_of(g)) {
-      const DeviceId v = links[id].other(g);
-      if (v != dst && !may_forward(v)) continue;
-      const std::uint64_t dv = distance_from_gpu(dist, from_gpu, v);
-      if (dv != kUnreachable) best = std::min(best, dv + link_costs_[id]);
-    }
-    dist[g] = best;
   }
   return slot;
+}
+
+void Router::set_distance(CachedDistances& c, DeviceId v, std::uint64_t d) const {
+  if (c.dist[v] == kUnreachable && !c.settled[v]) c.touched.push_back(v);
+  c.dist[v] = d;
+}
+
+// Dijkstra toward c.dst over the devices that forward (every kind but GPUs; dst itself is the
+// start), resumed where the last call stopped: afterwards every device whose cost-to-dst is
+// below `bound` is settled. (Boost's dijkstra_shortest_paths runs to completion, which costs
+// the whole cluster for every destination: 16k-GPU clusters spent minutes there.)
+void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
+  const auto& links = topology_->links();
+  const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
+  while (!c.heap.empty() && c.heap.front().first < bound) {
+    std::pop_heap(c.heap.begin(), c.heap.end(), later);
+    const auto [d, u] = c.heap.back();
+    c.heap.pop_back();
+    if (c.settled[u] || d != c.dist[u]) continue;
+    c.settled[u] = 1;
+    for (LinkId id : topology_->links_of(u)) {
+      const DeviceId v = links[id].other(u);
+      if (!may_forward(v) || c.settled[v]) continue;  // GPUs never forward
+      const std::uint64_t nd = d + link_costs_[id];
+      if (nd < c.dist[v]) {
+        set_distance(c, v, nd);
+        c.heap.emplace_back(nd, v);
+        std::push_heap(c.heap.begin(), c.heap.end(), later);
+      }
+    }
+  }
+}
+
+void Router::settle(CachedDistances& c, DeviceId v) const {
+  while (!c.settled[v] && !c.heap.empty()) settle_below(c, c.heap.front().first + 1);
+}
+
+Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
+  CachedDistances& c = slot_for(dst);
+  if (from >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
+  const auto& links = topology_->links();
+  if (from != dst && !may_forward(from)) {
+    // A GPU source only originates traffic: one relaxation over its links, once each
+    // neighbour closer than the best so far is settled.
+    if (!c.settled[from]) {
+      std::uint64_t best = kUnreachable;
+      for (;;) {
+        best = kUnreachable;
+        for (LinkId id : topology_->links_of(from)) {
+          const DeviceId v = links[id].other(from);
+          if (v != dst && !may_forward(v)) continue;
+          const bool via_host = std::any_of(c.from_gpu.begin(), c.from_gpu.end(),
+                                            [&](const auto& e) { return e.first == v; });
+          if (!c.settled[v] && !via_host) continue;
+          const std::uint64_t dv = distance_from_gpu(c.dist, c.from_gpu, v);
+          if (dv != kUnreachable) best = std::min(best, dv + link_costs_[id]);
+        }
+        if (c.heap.empty() || c.heap.front().first >= best) break;
+        settle_below(c, c.heap.front().first + 1);
+      }
+      set_distance(c, from, best);
+      c.settled[from] = 1;
+    }
+  } else {
+    settle(c, from);
+  }
+  // Every device on a shortest path from `from` is closer to dst than `from`.
+  std::uint64_t bound = c.dist[from];
+  for (const auto& [sw, d] : c.from_gpu)
+    if (sw == from && d != kUnreachable) bound = std::max(bound, d);
+  if (bound != kUnreachable) settle_below(c, bound);
+  return c;
 }
 
 namespace {
@@ -183,7 +212,7 @@ void for_each_next_hop(const Topology& topology, const std::vector<std::uint64_t
 }  // namespace
 
 Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
-  const auto& cached = cached_to(dst);
+  const auto& cached = distances(src, dst);
   const auto& dist = cached.dist;
   if (dist.at(src) == kUnreachable)
     throw std::logic_error("Router::route: " + topology_->device(src).name + " cannot reach " +
@@ -206,7 +235,7 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
 
 std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
                                              std::size_t limit) const {
-  const auto& cached = cached_to(dst);
+  const auto& cached = distances(src, dst);
   const auto& dist = cached.dist;
   std::vector<Route> out;
   if (dist.at(src) == kUnreachable || limit == 0) return out;
@@ -234,7 +263,7 @@ std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
 }
 
 std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
-  const auto& cached = cached_to(dst);
+  const auto& cached = distances(src, dst);
   const auto& dist = cached.dist;
   if (dist.at(src) == kUnreachable) return 0;
   constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
@@ -258,7 +287,7 @@ std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
 
 std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId dst,
                                                            std::optional<DeviceId> from) const {
-  const auto& cached = cached_to(dst);
+  const auto& cached = distances(at, dst);
   const auto& dist = cached.dist;
   std::vector<std::pair<LinkId, DeviceId>> out;
   if (at == dst || dist.at(at) == kUnreachable) return out;
