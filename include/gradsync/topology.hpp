@@ -310,6 +310,12 @@ class Router {
 
   const Topology* topology_;
   std::vector<std::uint64_t> link_costs_;
+  // Stubs: forwarding devices with one forwarding neighbour (a NIC between its GPU and its leaf
+  // switch). A shortest path never crosses one in transit, so the search toward a destination
+  // does not expand them (16,384 NICs per destination on a 16k-GPU cluster); their distance is
+  // their neighbour's plus the link, when a source's first hop needs it.
+  std::vector<DeviceId> stub_exit_;  // the one forwarding neighbour, or the device itself
+  std::vector<std::uint64_t> stub_cost_;
   mutable std::vector<CachedDistances> cache_;  // ring buffer of recent destinations
   mutable std::size_t cache_next_ = 0;
 };

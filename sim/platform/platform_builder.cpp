@@ -28,6 +28,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -237,20 +238,32 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   const Routing routing = effective_routing(topology);
   const std::uint32_t qps = std::max<std::uint32_t>(topology.routing().qps, 1);
   const std::uint64_t seed = options.ecmp_seed ^ topology.routing().seed;
-  std::vector<PathSpread> spreads;
+  std::vector<std::pair<DeviceId, DeviceId>> pairs;
   std::unordered_set<std::uint64_t> seen;
-  for (const auto& [src, dst] : routed_pairs) {
-    if (src == dst || !seen.insert(pair_key(src, dst)).second) continue;
-    spreads.push_back(spread_paths(topology, router, src, dst, routing, qps,
-                                   ecmp_flow_hash(seed, src, dst)));
-    for (const Route& r : spreads.back().qp_routes) check_route_shape(topology, r, src, dst);
-    const Route& r0 = spreads.back().qp_routes.front();
+  for (const auto& [src, dst] : routed_pairs)
+    if (src != dst && seen.insert(pair_key(src, dst)).second) pairs.emplace_back(src, dst);
+  // Spread destination by destination: the Router keeps its search toward a destination for
+  // the next source (a 16,384-GPU tree asked in source order re-searched every destination).
+  std::vector<std::size_t> by_destination(pairs.size());
+  std::iota(by_destination.begin(), by_destination.end(), std::size_t{0});
+  std::stable_sort(by_destination.begin(), by_destination.end(),
+                   [&](std::size_t a, std::size_t b) { return pairs[a].second < pairs[b].second; });
+  std::vector<PathSpread> spreads(pairs.size());
+  for (std::size_t i : by_destination) {
+    const auto [src, dst] = pairs[i];
+    spreads[i] =
+        spread_paths(topology, router, src, dst, routing, qps, ecmp_flow_hash(seed, src, dst));
+  }
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto [src, dst] = pairs[i];
+    for (const Route& r : spreads[i].qp_routes) check_route_shape(topology, r, src, dst);
+    const Route& r0 = spreads[i].qp_routes.front();
     p.routes.push_back(PlatformRoute{src, dst, r0, Seconds{0.0},
                                      BytesPerSecond{std::numeric_limits<double>::infinity()}});
     PlatformRoute& pr = p.routes.back();
-    pr.link_shares = spreads.back().link_shares;
-    if (spreads.back().qp_routes.size() > 1) {
-      pr.qp_routes = spreads.back().qp_routes;
+    pr.link_shares = spreads[i].link_shares;
+    if (spreads[i].qp_routes.size() > 1) {
+      pr.qp_routes = spreads[i].qp_routes;
       pr.qp_sources.push_back(p.device_hosts[src]);
       for (std::size_t q = 1; q < pr.qp_routes.size(); ++q)
         pr.qp_sources.push_back(p.zone->create_host(

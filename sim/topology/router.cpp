@@ -60,6 +60,27 @@ Router::Router(const Topology& topology) : topology_(&topology) {
     const double width = std::min(std::round(kWidthScale / gbps), 1e5);
     link_costs_.push_back(kHopCost + static_cast<std::uint64_t>(width));
   }
+  const std::size_t n = topology.devices().size();
+  stub_exit_.resize(n);
+  stub_cost_.assign(n, kUnreachable);
+  for (DeviceId d = 0; d < n; ++d) {
+    stub_exit_[d] = d;
+    if (!may_forward(d)) continue;
+    DeviceId exit = d;
+    std::uint64_t cost = kUnreachable;
+    bool several = false;
+    for (LinkId id : topology.links_of(d)) {
+      const DeviceId v = topology.link(id).other(d);
+      if (!may_forward(v)) continue;
+      if (exit != d && v != exit) several = true;
+      exit = v;
+      cost = std::min(cost, link_costs_[id]);
+    }
+    if (!several && exit != d) {
+      stub_exit_[d] = exit;
+      stub_cost_[d] = cost;
+    }
+  }
 }
 
 std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
@@ -137,6 +158,7 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
     for (LinkId id : topology_->links_of(u)) {
       const DeviceId v = links[id].other(u);
       if (!may_forward(v) || c.settled[v]) continue;  // GPUs never forward
+      if (stub_exit_[v] != v && u != c.dst) continue;  // never in transit (see stub_exit_)
       const std::uint64_t nd = d + link_costs_[id];
       if (nd < c.dist[v]) {
         set_distance(c, v, nd);
@@ -148,6 +170,16 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
 }
 
 void Router::settle(CachedDistances& c, DeviceId v) const {
+  if (c.settled[v]) return;
+  const bool next_to_dst = std::any_of(topology_->links_of(v).begin(), topology_->links_of(v).end(),
+                                       [&](LinkId id) { return topology_->link(id).other(v) == c.dst; });
+  if (stub_exit_[v] != v && v != c.dst && !next_to_dst) {
+    const DeviceId exit = stub_exit_[v];
+    settle(c, exit);
+    set_distance(c, v, c.dist[exit] == kUnreachable ? kUnreachable : c.dist[exit] + stub_cost_[v]);
+    c.settled[v] = 1;
+    return;
+  }
   while (!c.settled[v] && !c.heap.empty()) settle_below(c, c.heap.front().first + 1);
 }
 
@@ -159,6 +191,10 @@ Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
     // A GPU source only originates traffic: one relaxation over its links, once each
     // neighbour closer than the best so far is settled.
     if (!c.settled[from]) {
+      for (LinkId id : topology_->links_of(from)) {  // stub neighbours: from their exit
+        const DeviceId v = links[id].other(from);
+        if (v != dst && may_forward(v) && stub_exit_[v] != v) settle(c, v);
+      }
       std::uint64_t best = kUnreachable;
       for (;;) {
         best = kUnreachable;
