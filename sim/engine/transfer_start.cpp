@@ -1,0 +1,153 @@
+// Starting and finishing Comms (simulation_impl.hpp): a transfer's wire bytes under NCCL's
+// protocol, its queue-pair parts, completions, and step fidelity's dependency-driven replay.
+#include "simulation_impl.hpp"
+
+namespace gradsync {
+
+void Simulation::Impl::start_comm(DeviceId src, DeviceId dst, Bytes bytes, TransferId id) {
+  count_link_bytes(src, dst, bytes.bytes());
+  // NCCL protocols below Simple's bandwidth (LL, LL128, Tree's correction) move the same
+  // payload more slowly: send bytes / factor (LL's flag words really do cross the links).
+  // NVLSTree's network legs have their own factor (one route-class lookup, only then).
+  double factor = nccl_run_cost ? nccl_run_cost->bandwidth_factor : 1.0;
+  if (nccl_run_cost && nccl_run_cost->bandwidth_factor_net != factor) {
+    const auto c = route_class.find(pair_key(src, dst));
+    if (c == route_class.end() || c->second == LinkClass::Net)
+      factor = nccl_run_cost->bandwidth_factor_net;
+  }
+  const double wire = factor > 0.0 ? bytes.bytes() / factor : bytes.bytes();
+  if (roce_tier != RoceTier::None || tcp_incast) {
+    deferred.push_back(Deferred{src, dst, wire, id});
+    return;
+  }
+  launch(src, dst, wire, id, {});
+}
+
+void Simulation::Impl::launch(DeviceId src, DeviceId dst, double wire, TransferId id,
+                              const std::vector<double>& caps,
+                              const std::vector<double>& cap_rates) {
+  const PlatformRoute* route = platform.find_route(src, dst);
+  const std::size_t parts =
+      route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
+  if (parts > 1) {
+    if (flow_mode) flows_left += parts - 1;
+    else parts_left[id] = static_cast<std::uint32_t>(parts);
+  }
+  for (std::size_t q = 0; q < parts; ++q) {
+    InFlight part;
+    part.id = id;
+    part.src = src;
+    part.dst = dst;
+    part.qp = static_cast<std::uint32_t>(q);
+    part.cap = q < caps.size() ? caps[q] : 0.0;
+    part.cap_rate = q < cap_rates.size() ? cap_rates[q] : 0.0;
+    part.seq = ++start_seq;
+    if (roce_tier == RoceTier::PfcWithoutEcn) part.ports = &fluid_ports(src, dst, part.qp);
+    ++started;
+    start_part(std::move(part), wire / static_cast<double>(parts));
+  }
+}
+
+void Simulation::Impl::start_part(InFlight part, double payload) {
+  const PlatformRoute* route = platform.find_route(part.src, part.dst);
+  sg4::Host* from = route != nullptr && !route->qp_sources.empty()
+                        ? route->qp_sources[part.qp]
+                        : platform.device_hosts.at(part.src);
+  auto comm = sg4::Comm::sendto_init(from, platform.device_hosts.at(part.dst));
+  comm->set_payload_size(static_cast<std::uint64_t>(std::llround(payload)));
+  part.comm = comm;
+  part.start_clock = sg4::Engine::get_clock();
+  next_rate_cap = part.cap;
+  InFlight& rec = in_flight.emplace(comm.get(), std::move(part)).first->second;
+  if (roce_tier == RoceTier::PfcWithoutEcn) {
+    in_flight_by_start.emplace(rec.seq, &rec);
+    if (rec.cap_rate > 0.0) ++capped_in_flight;
+  }
+  comm->start();
+  rec.latency = last_charged_latency;
+  next_rate_cap = 0.0;
+}
+
+void Simulation::Impl::start_transfer(TransferId id) {
+  const Transfer& t = plan->transfers[id];
+  const DeviceId src = (*ranks)[t.src];
+  const DeviceId dst = (*ranks)[t.dst];
+  if (src == dst) {
+    ready.push_back(id);  // same GPU: no network, completes at once
+    return;
+  }
+  start_comm(src, dst, plan->bytes_of(t), id);
+}
+
+void Simulation::Impl::release(TransferId id) {
+  ready.push_back(id);
+  drain();
+}
+
+void Simulation::Impl::drain() {
+  while (!ready.empty()) {
+    const TransferId done = ready.back();
+    ready.pop_back();
+    note_completion();  // every transfer once, whatever its parts
+    last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
+    for (std::uint32_t i = succ_offset[done]; i < succ_offset[done + 1]; ++i) {
+      const TransferId s = succ[i];
+      if (--pending[s] == 0) start_transfer(s);
+    }
+  }
+  flush_deferred();
+}
+
+void Simulation::Impl::on_complete(const sg4::Activity& activity) {
+  const auto it = in_flight.find(&activity);
+  if (it == in_flight.end()) return;
+  const TransferId id = it->second.id;
+  // SimGrid still uses this Comm after the callback returns: keep it until the next
+  // completion (by then its handling is over), so at most one finished Comm stays alive.
+  retired.clear();
+  retired.push_back(std::move(it->second.comm));
+  const DeviceId done_src = it->second.src;
+  const DeviceId done_dst = it->second.dst;
+  const std::uint32_t done_qp = it->second.qp;
+  if (roce_tier == RoceTier::PfcWithoutEcn && it->second.cap_rate > 0.0) --capped_in_flight;
+  in_flight_by_start.erase(it->second.seq);
+  in_flight.erase(it);
+  if (roce_tier == RoceTier::PfcWithoutEcn) recover_capped_flows(done_src, done_dst, done_qp);
+  if (flow_mode) {
+    note_completion();  // every flow part (run_total counts them)
+    last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
+    --flows_left;
+    return;
+  }
+  if (const auto parts = parts_left.find(id); parts != parts_left.end()) {
+    if (--parts->second > 0) return;  // other queue pairs of this transfer still in flight
+    parts_left.erase(parts);
+  }
+  ready.push_back(id);
+  drain();
+}
+
+void Simulation::Impl::run_steps(const Plan& p) {
+  flow_mode = false;
+  latency_multiplier.clear();
+  const std::size_t n = p.transfers.size();
+  pending.assign(n, 0);
+  succ_offset.assign(n + 1, 0);
+  for (TransferId id = 0; id < n; ++id)
+    p.for_each_dep(id, [&](TransferId d) {
+      ++pending[id];
+      ++succ_offset[d + 1];
+    });
+  for (std::size_t i = 0; i < n; ++i) succ_offset[i + 1] += succ_offset[i];
+  succ.assign(succ_offset[n], 0);
+  std::vector<std::uint32_t> fill(succ_offset.begin(), succ_offset.end() - 1);
+  for (TransferId id = 0; id < n; ++id)
+    p.for_each_dep(id, [&](TransferId d) { succ[fill[d]++] = id; });
+  for (TransferId id = 0; id < n; ++id)
+    if (pending[id] == 0) start_transfer(id);
+  drain();
+  engine->run();
+  drain();
+}
+
+}  // namespace gradsync
