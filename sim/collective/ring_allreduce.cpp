@@ -180,34 +180,37 @@ Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes, const RingOptions& op
   return plan;
 }
 
-Plan plan_ring_reduce_scatter(std::uint32_t ranks, Bytes bytes, const RingOptions& options) {
-  const char* planner = "plan_ring_reduce_scatter";
+namespace {
+
+// One ring pass on its own (ReduceScatter or AllGather): rank at position i of channel c owns
+// block i of that channel (chunk_owner).
+Plan plan_ring_half(const char* planner, CollectiveOp op, std::uint32_t ranks, Bytes bytes,
+                    const RingOptions& options) {
+  const bool reduce_scatter = op == CollectiveOp::ReduceScatter;
   const RingLayout layout = check_ring_args(planner, ranks, bytes, options, 1);
-  Plan plan = ring_base(CollectiveOp::ReduceScatter, ranks, bytes, options, layout, 1);
+  Plan plan = ring_base(op, ranks, bytes, options, layout, 1);
   const auto rings = channel_rings(planner, ranks, options);
   plan.chunk_owner = block_owners(layout, rings);
   if (options.flows_only) {
-    ring_flows(plan, layout, rings, true, false);
+    ring_flows(plan, layout, rings, reduce_scatter, !reduce_scatter);
     return plan;
   }
-  append_channel_passes(plan, layout, rings, detail::RingPassKind::ReduceScatter,
+  append_channel_passes(plan, layout, rings,
+                        reduce_scatter ? detail::RingPassKind::ReduceScatter
+                                       : detail::RingPassKind::AllGather,
                         kNoChannelFirstDeps);
   return plan;
 }
 
+}  // namespace
+
+Plan plan_ring_reduce_scatter(std::uint32_t ranks, Bytes bytes, const RingOptions& options) {
+  return plan_ring_half("plan_ring_reduce_scatter", CollectiveOp::ReduceScatter, ranks, bytes,
+                        options);
+}
+
 Plan plan_ring_allgather(std::uint32_t ranks, Bytes bytes, const RingOptions& options) {
-  const char* planner = "plan_ring_allgather";
-  const RingLayout layout = check_ring_args(planner, ranks, bytes, options, 1);
-  Plan plan = ring_base(CollectiveOp::AllGather, ranks, bytes, options, layout, 1);
-  const auto rings = channel_rings(planner, ranks, options);
-  plan.chunk_owner = block_owners(layout, rings);
-  if (options.flows_only) {
-    ring_flows(plan, layout, rings, false, true);
-    return plan;
-  }
-  append_channel_passes(plan, layout, rings, detail::RingPassKind::AllGather,
-                        kNoChannelFirstDeps);
-  return plan;
+  return plan_ring_half("plan_ring_allgather", CollectiveOp::AllGather, ranks, bytes, options);
 }
 
 std::vector<std::vector<std::uint32_t>> rail_ring_orders(std::uint32_t ranks,
