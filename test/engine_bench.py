@@ -63,16 +63,88 @@ def timed(cmd, repeat):
     return best, out
 
 
+def measured(cmd):
+    """(wall seconds, peak RSS in bytes, parsed JSON) of one run, the RSS from wait4's rusage."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} -> exit {proc.returncode}: {err.read().strip()[-300:]}")
+        return wall, usage.ru_maxrss * 1024, json.loads(out.read())
+
+
+def fit_exponent(points):
+    """Least-squares slope of log(wall) against log(flows) over the points of 0.1 s or more."""
+    pts = [(math.log(f), math.log(w)) for f, w in points if w >= 0.1 and f > 0]
+    if len(pts) < 2:
+        pts = [(math.log(f), math.log(w)) for f, w in points[-2:] if w > 0 and f > 0]
+    if len(pts) < 2:
+        return float("nan")
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx > 0 else float("nan")
+
+
+def scale_table(gradsync, source, tmp, quick):
+    """8 -> 16,384 GPUs: wall, peak RSS and SimGrid flows per case, and the fit exponent."""
+    nodes_list = [1, 4, 16, 64, 256, 1024, 2048]
+    if quick:
+        nodes_list = nodes_list[:-2]
+    cases = [
+        ("bench ring 1GiB, fat tree", "topologies/dgx-h100-32node-fat-tree-ib.yaml",
+         ["--algo", "ring", "--min", "1GiB", "--max", "1GiB"]),
+        ("bench auto 1GiB, rail-optimized", "topologies/dgx-h100-4node-ib.yaml",
+         ["--algo", "auto", "--min", "1GiB", "--max", "1GiB"]),
+        ("bench auto 16GiB, rail-optimized", "topologies/dgx-h100-4node-ib.yaml",
+         ["--algo", "auto", "--min", "16GiB", "--max", "16GiB"]),
+        ("bench auto 1GiB, fat tree", "topologies/dgx-h100-32node-fat-tree-ib.yaml",
+         ["--algo", "auto", "--min", "1GiB", "--max", "1GiB"]),
+    ]
+    print(f"{'case':<36} {'GPUs':>6} {'wall s':>8} {'RSS GB':>7} {'flows':>8} {'result':>16}")
+    for label, path, extra in cases:
+        points = []
+        for nodes in nodes_list:
+            topo = with_overrides(source, path, {"nodes": nodes}, tmp)
+            wall, rss, rows = measured([gradsync, "bench", topo, *extra, "--json"])
+            r = rows[0]
+            print(f"{label:<36} {nodes * 8:>6} {wall:>8.2f} {rss / 1e9:>7.2f} {r['flows']:>8} "
+                  f"{r['busbw_GBps']:>7.1f} GB/s {r['algorithm']}")
+            points.append((r["flows"], wall))
+        print(f"  fit: wall ~ flows^{fit_exponent(points):.2f}")
+    points = []
+    for nodes in nodes_list:
+        wall, rss, out = measured([gradsync, "run", os.path.join(source, "scenarios", "default.yaml"),
+                                   "--set", f"topology_overrides.nodes={nodes}", "--json"])
+        print(f"{'run default.yaml (7B, DDP)':<36} {nodes * 8:>6} {wall:>8.2f} {rss / 1e9:>7.2f} "
+              f"{'':>8} {out['step_time_s']:>14.4f} s")
+        points.append((nodes * 8, wall))
+    print(f"  fit: wall ~ GPUs^{fit_exponent(points):.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", nargs="?", default=os.path.join(os.path.dirname(__file__), ".."))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="skip the largest size of each series")
+    ap.add_argument("--scale", action="store_true",
+                    help="only the scaling table, 8 to 16,384 GPUs (minutes; --quick: to 2,048)")
     args = ap.parse_args()
     gradsync = os.environ.get("GRADSYNC")
     if not gradsync:
         sys.exit("set GRADSYNC to the gradsync executable")
     source = os.path.abspath(args.source)
+    if args.scale:
+        print("# gradsync scaling: one run per point, wall seconds, peak RSS (GB = 1e9 B), "
+              "SimGrid flows started")
+        with tempfile.TemporaryDirectory() as tmp:
+            scale_table(gradsync, source, tmp, args.quick)
+        return
 
     fat_tree_nodes = [4, 16, 64, 128]
     roce_nodes = [4, 8, 16]

@@ -77,6 +77,7 @@ struct Row {
   std::string protocol;       // software: nccl only
   std::uint32_t channels = 0;  // NCCL's channels for this size (software: nccl only)
   std::string fidelity;
+  std::size_t flows = 0;  // SimGrid communications the replay started
   // --best: the fastest simulated algorithm, whatever NCCL's tuner picks
   std::string best_algorithm;
   double best_time_us = -1;
@@ -269,27 +270,12 @@ void run_bench(const BenchOptions& o) {
     }
   };
 
-  std::vector<std::string> simgrid_args;
-  for (const auto& c : o.cfg) simgrid_args.push_back("--cfg=" + c);
-  Simulation sim(topo, simgrid_args);
-  {
-    std::vector<std::pair<DeviceId, DeviceId>> pairs;
-    for (Algorithm a : candidates) {
-      // The connections a plan uses are those of its flows-only form.
-      const auto p = device_pairs(make_plan(a, min, Fidelity::Flow), devices_for(a));
-      pairs.insert(pairs.end(), p.begin(), p.end());
-    }
-    sim.build(pairs);
-  }
-
   std::vector<double> sizes;
   if (log)
     for (const NcclTestsRow& r : log->rows) sizes.push_back(r.bytes);
   else
     for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
       sizes.push_back(std::round(s));
-  const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
-
   const std::uint32_t busbw_ranks =
       base.ps.placement == ServerPlacement::Dedicated && candidates[0] == Algorithm::ParameterServer
           ? n - o.ps_servers : n;
@@ -304,6 +290,31 @@ void run_bench(const BenchOptions& o) {
       if (switch_devices.count(a) != 0) in_switch = a;
     view = nccl_topology_view(topo, ranks, ppn, in_switch);
   }
+  std::vector<std::string> simgrid_args;
+  for (const auto& c : o.cfg) simgrid_args.push_back("--cfg=" + c);
+  Simulation sim(topo, simgrid_args);
+  {
+    std::vector<std::pair<DeviceId, DeviceId>> pairs;
+    // Under NCCL's auto without --best only NCCL's choices run: route only their connections
+    // (a 16,384-GPU cluster has ~100k per algorithm).
+    std::vector<Algorithm> routed = candidates;
+    if (nccl_auto && !o.best) {
+      routed.clear();
+      for (double bytes : sizes) {
+        const Algorithm a = nccl_tune(*view, *op, Bytes(bytes)).algorithm;
+        if (std::find(routed.begin(), routed.end(), a) == routed.end()) routed.push_back(a);
+      }
+    }
+    for (Algorithm a : routed) {
+      // The connections a plan uses are those of its flows-only form.
+      const auto p = device_pairs(make_plan(a, min, Fidelity::Flow), devices_for(a));
+      pairs.insert(pairs.end(), p.begin(), p.end());
+    }
+    sim.build(pairs);
+  }
+
+  const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
+
   auto simulate = [&](Algorithm a, double bytes, Row& into) {
     const PlanTiming t =
         sim.run_plan(make_plan(a, Bytes(bytes), fidelity), devices_for(a), fidelity);
@@ -312,6 +323,7 @@ void run_bench(const BenchOptions& o) {
     into.protocol = t.protocol ? std::string(to_string(*t.protocol)) : std::string();
     into.channels = t.nccl_channels;
     into.fidelity = std::string(to_string(t.fidelity));
+    into.flows = t.flows;
   };
   std::vector<Row> rows;
   std::string progress_row;  // "[i/N] SIZE"
@@ -373,6 +385,7 @@ void run_bench(const BenchOptions& o) {
                      {"protocol", r.protocol.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.protocol)},
                      {"channels", r.channels},
                      {"fidelity", r.fidelity},
+                     {"flows", r.flows},
                      {"ranks", n}});
     if (o.best)
       for (std::size_t i = 0; i < rows.size(); ++i) {
