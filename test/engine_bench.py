@@ -79,7 +79,7 @@ def measured(cmd):
 
 
 def fit_exponent(points):
-    """Least-squares slope of log(wall) against log(flows) over the points of 0.1 s or more."""
+    """Least-squares slope of log(wall) against log(x) over the (x, wall) points of 0.1 s or more."""
     pts = [(math.log(f), math.log(w)) for f, w in points if w >= 0.1 and f > 0]
     if len(pts) < 2:
         pts = [(math.log(f), math.log(w)) for f, w in points[-2:] if w > 0 and f > 0]
@@ -115,8 +115,9 @@ def scale_table(gradsync, source, tmp, quick):
             r = rows[0]
             print(f"{label:<36} {nodes * 8:>6} {wall:>8.2f} {rss / 1e9:>7.2f} {r['flows']:>8} "
                   f"{r['busbw_GBps']:>7.1f} GB/s {r['algorithm']}")
-            points.append((r["flows"], wall))
-        print(f"  fit: wall ~ flows^{fit_exponent(points):.2f}")
+            points.append((nodes * 8, r["flows"], wall))
+        print(f"  fit: wall ~ GPUs^{fit_exponent([(g, w) for g, _, w in points]):.2f}, "
+              f"~ flows^{fit_exponent([(f, w) for _, f, w in points]):.2f}")
     points = []
     for nodes in nodes_list:
         wall, rss, out = measured([gradsync, "run", os.path.join(source, "scenarios", "default.yaml"),
