@@ -137,6 +137,7 @@ struct RunProgress {
   std::size_t total = 0;  // of this run (flow fidelity: of the current phase)
   bool flows = false;     // flow fidelity: `done` and `total` count flows
   Seconds simulated{0.0};  // simulated time since the run started
+  bool routing = false;    // Simulation::build: `done` of `total` connections routed
 };
 
 class Simulation {
@@ -158,8 +159,8 @@ class Simulation {
   // pair of the component carries as many (sim/engine/flow_symmetry.hpp). Off: every flow is
   // replayed (the reference the reductions are tested against).
   void set_symmetry(bool on);
-  // Called during a run_plan() that has lasted over `after` of wall time, then at most every
-  // `every`; empty (the default): never. Never changes what is simulated.
+  // Called during a build() or run_plan() that has lasted over `after` of wall time, then at
+  // most every `every`; empty (the default): never. Never changes what is simulated.
   void set_progress(std::function<void(const RunProgress&)> report,
                     std::chrono::milliseconds after = std::chrono::milliseconds(2000),
                     std::chrono::milliseconds every = std::chrono::milliseconds(500));

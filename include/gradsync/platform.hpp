@@ -74,6 +74,8 @@ struct PlatformOptions {
   // (inside SimGrid's solver path): keep it cheap.
   std::function<Seconds(Bytes size, DeviceId src, DeviceId dst, Seconds route_latency)>
       latency_model;
+  // Called every 1024 routed pairs with (pairs routed, pairs), for progress on a terminal.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
 // The two directions of one topology link in SimGrid. For a half-duplex link both are the

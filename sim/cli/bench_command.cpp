@@ -293,6 +293,13 @@ void run_bench(const BenchOptions& o) {
   std::vector<std::string> simgrid_args;
   for (const auto& c : o.cfg) simgrid_args.push_back("--cfg=" + c);
   Simulation sim(topo, simgrid_args);
+  const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
+  std::string progress_row;  // "[i/N] SIZE"
+  if (progress)
+    sim.set_progress([&](const RunProgress& r) {
+      std::cerr << "\r" << (r.routing ? "" : progress_row + " ... ") << progress_text(r) << "   "
+                << std::flush;
+    });
   {
     std::vector<std::pair<DeviceId, DeviceId>> pairs;
     // Under NCCL's auto without --best only NCCL's choices run: route only their connections
@@ -313,8 +320,6 @@ void run_bench(const BenchOptions& o) {
     sim.build(pairs);
   }
 
-  const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
-
   auto simulate = [&](Algorithm a, double bytes, Row& into) {
     const PlanTiming t =
         sim.run_plan(make_plan(a, Bytes(bytes), fidelity), devices_for(a), fidelity);
@@ -326,17 +331,6 @@ void run_bench(const BenchOptions& o) {
     into.flows = t.flows;
   };
   std::vector<Row> rows;
-  std::string progress_row;  // "[i/N] SIZE"
-  if (progress)
-    sim.set_progress([&](const RunProgress& r) {
-      std::cerr << fmt::format("\r{} ... {:.0f} % of {} {}, {:.3g} ms simulated   ",
-                               progress_row,
-                               100.0 * static_cast<double>(r.done) /
-                                   static_cast<double>(std::max<std::size_t>(r.total, 1)),
-                               r.total, r.flows ? "flows" : "transfers",
-                               r.simulated.seconds() * 1e3)
-                << std::flush;
-    });
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     progress_row = fmt::format("[{}/{}] {}", i + 1, sizes.size(), format_size(Bytes(sizes[i])));
     if (progress) std::cerr << "\r" << progress_row << " ..." << std::string(40, ' ') << std::flush;

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "gradsync/engine.hpp"
+
 namespace CLI {
 class App;
 }
@@ -25,5 +27,8 @@ struct ExitStatus { int code; };
 // "gradsync COMMAND OPTION: error: cannot open 'PATH'".
 [[nodiscard]] std::string read_input_file(const std::string& path, const std::string& command,
                                           const std::string& option);
+// One progress line for a terminal (Simulation::set_progress): "routing 4096 of 98304
+// connections" while the platform is built, else "37 % of 8190 flows, 3.2 ms simulated".
+[[nodiscard]] std::string progress_text(const RunProgress& progress);
 
 }  // namespace gradsync::cli

@@ -248,13 +248,8 @@ void run(const RunCliOptions& o) {
   if (progress)
     options.progress = [&shown](const RunProgress& r) {
       shown = true;
-      std::cerr << fmt::format("\rsimulating a collective: {:.0f} % of {} {}, {:.3g} ms "
-                               "simulated   ",
-                               100.0 * static_cast<double>(r.done) /
-                                   static_cast<double>(std::max<std::size_t>(r.total, 1)),
-                               r.total, r.flows ? "flows" : "transfers",
-                               r.simulated.seconds() * 1e3)
-                << std::flush;
+      std::cerr << "\r" << (r.routing ? "" : "simulating a collective: ") << progress_text(r)
+                << "   " << std::flush;
     };
   const ScenarioResult result = run_scenario(loaded, options);
   if (shown) std::cerr << "\r" << std::string(80, ' ') << "\r" << std::flush;

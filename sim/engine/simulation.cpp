@@ -19,6 +19,19 @@ void Simulation::Impl::build(const std::vector<std::pair<DeviceId, DeviceId>>& p
     last_charged_latency = latency.seconds();
     return latency;
   };
+  run_started = progress_shown = std::chrono::steady_clock::now();
+  progress_shown -= progress_every;
+  if (progress)
+    options.progress = [this](std::size_t done, std::size_t total) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - run_started < progress_after || now - progress_shown < progress_every) return;
+      progress_shown = now;
+      RunProgress r;
+      r.done = done;
+      r.total = total;
+      r.routing = true;
+      progress(r);
+    };
   platform = build_platform(*engine, *topology, router, pairs, options);
   // PFC rates of the RoCE tier. SimGrid 3.32 honours neither Comm::set_rate() on
   // host-to-host Comms nor a bound from the bandwidth factor f under CM02: f only scales what

@@ -249,7 +249,9 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   std::stable_sort(by_destination.begin(), by_destination.end(),
                    [&](std::size_t a, std::size_t b) { return pairs[a].second < pairs[b].second; });
   std::vector<PathSpread> spreads(pairs.size());
+  std::size_t spread_count = 0;
   for (std::size_t i : by_destination) {
+    if (options.progress && ++spread_count % 1024 == 0) options.progress(spread_count, pairs.size());
     const auto [src, dst] = pairs[i];
     spreads[i] =
         spread_paths(topology, router, src, dst, routing, qps, ecmp_flow_hash(seed, src, dst));
