@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "gradsync/collective.hpp"
@@ -52,8 +53,41 @@ void check_same_flows(CollectiveRequest r) {
       CHECK(close(a.flows[i].bytes.bytes(), b.flows[i].bytes.bytes()));
     }
   }
+  // Per-rank bytes agree, and check_plan will not pass a plan it cannot execute.
+  const auto sent_full = full.bytes_sent_per_rank();
+  const auto sent_flows = flows.bytes_sent_per_rank();
+  const auto received_full = full.bytes_received_per_rank();
+  const auto received_flows = flows.bytes_received_per_rank();
+  for (std::uint32_t k = 0; k < full.ranks; ++k) {
+    CHECK(close(sent_flows[k].bytes(), sent_full[k].bytes()));
+    CHECK(close(received_flows[k].bytes(), received_full[k].bytes()));
+  }
+  CHECK_FALSE(check_plan(flows).ok);
   // Fidelity resolves the same on both forms.
   CHECK(resolve_fidelity(Fidelity::Auto, flows) == resolve_fidelity(Fidelity::Auto, full));
+}
+
+// Calls fn on a request of `algorithm` for every ranks × ppn (1, 4; dividing ranks) × channels
+// × pipeline (0 = automatic, 1, 3) × bytes of the grid.
+template <typename Fn>
+void for_each_request(Algorithm algorithm, std::initializer_list<std::uint32_t> ranks,
+                      std::initializer_list<std::uint32_t> channels,
+                      std::initializer_list<double> sizes, Fn&& fn) {
+  for (std::uint32_t n : ranks)
+    for (std::uint32_t ppn : {1U, 4U})
+      for (std::uint32_t c : channels)
+        for (std::uint32_t pipeline : {0U, 1U, 3U})
+          for (double bytes : sizes) {
+            if (n % ppn != 0) continue;
+            CollectiveRequest r;
+            r.algorithm = algorithm;
+            r.ranks = n;
+            r.ranks_per_node = ppn;
+            r.channels = c;
+            r.pipeline = pipeline;
+            r.bytes = Bytes(bytes);
+            fn(r);
+          }
 }
 
 }  // namespace
@@ -61,23 +95,12 @@ void check_same_flows(CollectiveRequest r) {
 TEST_CASE("flows-only rings equal the summed full plan") {
   for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter,
                           CollectiveOp::AllGather, CollectiveOp::Broadcast, CollectiveOp::Reduce})
-    for (std::uint32_t ranks : {1U, 2U, 5U, 8U, 24U})
-      for (std::uint32_t ppn : {1U, 4U})
-        for (std::uint32_t channels : {1U, 3U, 8U})
-          for (std::uint32_t pipeline : {0U, 1U, 3U})
-            for (double bytes : {3.0, 1000003.0, 67108864.0}) {
-              if (ranks % ppn != 0) continue;
-              CollectiveRequest r;
-              r.op = op;
-              r.algorithm = Algorithm::Ring;
-              r.ranks = ranks;
-              r.ranks_per_node = ppn;
-              r.channels = channels;
-              r.pipeline = pipeline;
-              r.bytes = Bytes(bytes);
-              r.root = ranks / 2;
-              check_same_flows(r);
-            }
+    for_each_request(Algorithm::Ring, {1U, 2U, 5U, 8U, 24U}, {1U, 3U, 8U},
+                     {3.0, 1000003.0, 67108864.0}, [&](CollectiveRequest r) {
+                       r.op = op;
+                       r.root = r.ranks / 2;
+                       check_same_flows(r);
+                     });
   // Servers filled unevenly (8 + 4): rail orders over node sizes.
   CollectiveRequest r;
   r.ranks = 12;
@@ -88,21 +111,8 @@ TEST_CASE("flows-only rings equal the summed full plan") {
 }
 
 TEST_CASE("flows-only trees, NVLSTree and NVLS with SHARP equal the summed full plan") {
-  for (std::uint32_t ranks : {2U, 8U, 12U, 32U})
-    for (std::uint32_t ppn : {1U, 4U})
-      for (std::uint32_t channels : {1U, 2U, 4U})
-        for (std::uint32_t pipeline : {0U, 1U, 3U})
-          for (double bytes : {5.0, 3e6 + 1, 1.5e8}) {
-            if (ranks % ppn != 0) continue;
-            CollectiveRequest r;
-            r.algorithm = Algorithm::Tree;
-            r.ranks = ranks;
-            r.ranks_per_node = ppn;
-            r.channels = channels;
-            r.pipeline = pipeline;
-            r.bytes = Bytes(bytes);
-            check_same_flows(r);
-          }
+  for_each_request(Algorithm::Tree, {2U, 8U, 12U, 32U}, {1U, 2U, 4U}, {5.0, 3e6 + 1, 1.5e8},
+                   [](const CollectiveRequest& r) { check_same_flows(r); });
   for (std::uint32_t nodes : {1U, 2U, 3U, 5U})
     for (std::uint32_t pipeline : {0U, 1U, 2U, 3U, 5U})
       for (double bytes : {7.0, 3e6 + 1, 2.5e8}) {

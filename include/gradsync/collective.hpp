@@ -150,7 +150,7 @@ struct Plan {
     if (t.extra_deps != kNoDepSet)
       for (TransferId d : extra_deps[t.extra_deps]) fn(d);
   }
-  // Bytes each rank sends (and receives), summed over transfers.
+  // Bytes each rank sends (and receives), summed over transfers (flows-only: over the flows).
   [[nodiscard]] std::vector<Bytes> bytes_sent_per_rank() const;
   [[nodiscard]] std::vector<Bytes> bytes_received_per_rank() const;
 };
@@ -183,6 +183,7 @@ struct PlanCheck {
 // Cost: O(ranks·chunks·ranks/64) memory and an ancestor search per hazard, short when planners
 // list the data dependency first: a 64-rank, 4-channel ring checks in ~10 ms, but a ring costs
 // ~n³ (n=256 with 8 sub-chunks 3 s, n=1024 80 s and 390 MB): a test tool, not a per-run check.
+// A flows-only plan is refused (ok false): it holds no transfers to execute.
 [[nodiscard]] PlanCheck check_plan(const Plan& plan);
 
 // ---- planners -------------------------------------------------------------------------------

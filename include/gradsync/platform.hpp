@@ -56,7 +56,8 @@ class NetZone;
 namespace gradsync {
 
 // Pins SimGrid's neutral network model (STYLE.md rule 6): network/model:CM02,
-// network/crosstraffic:0, network/weight-S:0, network/TCP-gamma:0. Call after constructing
+// network/crosstraffic:0, network/weight-S:0, network/TCP-gamma:0, network/optim:Full (SimGrid
+// 3.32's lazy update mis-solves flows whose latencies end together). Call after constructing
 // the Engine from argv (so other --cfg= options pass through) and before any platform exists;
 // build_platform() calls it itself. Throws ConfigError if the command line set one of these
 // keys to another value, or set network/latency-factor or network/bandwidth-factor (the

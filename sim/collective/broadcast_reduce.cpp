@@ -40,7 +40,8 @@ Plan plan_chain(const char* planner, CollectiveOp op, std::uint32_t ranks, std::
   plan.total_bytes = bytes;
   plan.chunk_bytes = detail::fold_chunks(
       split_bytes(bytes, static_cast<std::uint32_t>(real_chunks)), options.pipeline, pipeline,
-      options.channels, [](std::uint32_t q, std::uint32_t ch, std::uint32_t p) { return ch * p + q; });
+      options.channels,
+      [](std::uint32_t q, std::uint32_t ch, std::uint32_t p) { return ch * p + q; });
   plan.steps = ranks - 1;
   plan.channels = options.channels;
   detail::reserve_transfers(plan, chunks * (ranks - 1), planner);

@@ -107,12 +107,16 @@ TransferId Plan::add_after_set(std::uint32_t src, std::uint32_t dst, std::uint32
 std::vector<Bytes> Plan::bytes_sent_per_rank() const {
   std::vector<Bytes> sent(ranks, Bytes{0.0});
   for (const Transfer& t : transfers) sent[t.src] += bytes_of(t);
+  for (const FlowPhase& phase : flow_phases)  // flows-only plans
+    for (const PlanFlow& f : phase.flows) sent[f.src] += f.bytes;
   return sent;
 }
 
 std::vector<Bytes> Plan::bytes_received_per_rank() const {
   std::vector<Bytes> received(ranks, Bytes{0.0});
   for (const Transfer& t : transfers) received[t.dst] += bytes_of(t);
+  for (const FlowPhase& phase : flow_phases)
+    for (const PlanFlow& f : phase.flows) received[f.dst] += f.bytes;
   return received;
 }
 

@@ -370,6 +370,10 @@ class Checker {
 
 }  // namespace
 
-PlanCheck check_plan(const Plan& plan) { return Checker(plan).run(); }
+PlanCheck check_plan(const Plan& plan) {
+  // A flows-only plan has no transfers to execute: it would pass vacuously.
+  if (plan.flows_only) return PlanCheck{false, "a flows-only plan has no transfers to check"};
+  return Checker(plan).run();
+}
 
 }  // namespace gradsync

@@ -2,29 +2,16 @@
 // (flow_symmetry.hpp).
 #include "flow_symmetry.hpp"
 
+#include <boost/pending/disjoint_sets.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <tuple>
 #include <unordered_map>
 
 namespace gradsync::detail {
 namespace {
-
-struct DisjointSets {
-  std::vector<std::size_t> parent;
-  explicit DisjointSets(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
-  std::size_t find(std::size_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  void unite(std::size_t a, std::size_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);
-  }
-};
 
 bool nearly_equal(double a, double b) {
   return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
@@ -97,18 +84,20 @@ struct SignatureHash {
 ReducedPhase reduce_phase(const std::vector<DeviceFlow>& flows,
                           const std::function<const FlowShape&(DeviceId, DeviceId)>& shape_of) {
   ReducedPhase out;
-  DisjointSets sets(flows.size());
+  std::vector<std::size_t> rank(flows.size()), parent(flows.size());
+  boost::disjoint_sets<std::size_t*, std::size_t*> sets(rank.data(), parent.data());
+  for (std::size_t i = 0; i < flows.size(); ++i) sets.make_set(i);
   std::unordered_map<std::uintptr_t, std::size_t> first_user;
   for (std::size_t i = 0; i < flows.size(); ++i)
     for (const FlowShape::Port& p : shape_of(flows[i].src, flows[i].dst).ports) {
       const auto [it, fresh] = first_user.try_emplace(p.id, i);
-      if (!fresh) sets.unite(i, it->second);
+      if (!fresh) sets.union_set(i, it->second);
     }
   // Components in order of their first flow; each keeps the input order (src, dst, channel).
   std::vector<std::vector<DeviceFlow>> components;
   std::unordered_map<std::size_t, std::size_t> component_of_root;
   for (std::size_t i = 0; i < flows.size(); ++i) {
-    const auto [it, fresh] = component_of_root.try_emplace(sets.find(i), components.size());
+    const auto [it, fresh] = component_of_root.try_emplace(sets.find_set(i), components.size());
     if (fresh) components.emplace_back();
     components[it->second].push_back(flows[i]);
   }

@@ -131,7 +131,7 @@ void configure_neutral_network(sg4::Engine& /*engine*/) {
     if (!simgrid::config::is_default(pin.key) && !pinned_value_holds(pin))
       throw ConfigError(SourceMark{fmt::format("--cfg={}", pin.key), 0, 0},
                         fmt::format("gradsync runs SimGrid with {}:{} (the neutral network "
-                                    "model, DESIGN.md §2); remove this option",
+                                    "model, include/gradsync/platform.hpp); remove this option",
                                     pin.key, pin.value));
   }
   for (const char* key : {"network/latency-factor", "network/bandwidth-factor"}) {
@@ -251,7 +251,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   std::vector<PathSpread> spreads(pairs.size());
   std::size_t spread_count = 0;
   for (std::size_t i : by_destination) {
-    if (options.progress && ++spread_count % 1024 == 0) options.progress(spread_count, pairs.size());
+    if (options.progress && ++spread_count % 1024 == 0)
+      options.progress(spread_count, pairs.size());
     const auto [src, dst] = pairs[i];
     spreads[i] =
         spread_paths(topology, router, src, dst, routing, qps, ecmp_flow_hash(seed, src, dst));
