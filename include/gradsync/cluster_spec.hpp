@@ -85,6 +85,7 @@ struct ClusterSpec {
   std::string name;
   SoftwareModel software = SoftwareModel::Nccl;
   std::optional<GpuGeneration> gpu;  // `gpu:` (a GPU model); empty = inferred where needed
+  std::string gpu_model;             // `gpu:` as written; "" when absent
   NcclSettings nccl;                 // `nccl:` (protocols, tuner rules)
   int nodes = 1;
   NodeSpec node;

@@ -115,6 +115,7 @@ struct Plan {
   std::vector<FlowPhase> flow_phases;
   std::uint64_t transfer_count = 0;
   std::uint64_t connection_count = 0;
+  std::uint32_t copies = 1;  // independent instances it holds (replicate_plan)
   // Closes the current phase at the current end of `transfers`.
   void end_phase(std::uint32_t phase_steps, Bytes phase_fill = Bytes(0.0)) {
     phases.push_back(Phase{static_cast<TransferId>(transfers.size()), phase_steps, phase_fill});
@@ -164,6 +165,11 @@ struct Plan {
 // Turns a plan into its flows-only form (flow_phases_of, the counts; transfers freed), counting
 // `full_transfers` transfers for the full plan (0: the plan's own).
 void make_flows_only(Plan& plan, std::uint64_t full_transfers = 0);
+// `copies` independent instances of `plan` at once (every tensor rank's data-parallel group,
+// every stage pair's sends): a flows-only plan of copies × plan.ranks ranks, copy c's rank r
+// being rank c·plan.ranks + r; contributors, total_bytes and steps stay those of one instance
+// (the engine's NCCL view is the first copy's GPUs).
+[[nodiscard]] Plan replicate_plan(const Plan& plan, std::uint32_t copies);
 
 // What check_plan() found; `ok` is false with a reason when the plan is wrong.
 struct PlanCheck {

@@ -40,6 +40,12 @@ struct LayerSpec {
 struct ModelSpec {
   std::vector<LayerSpec> layers;  // forward order, at least one
   GradDtype grad_dtype = GradDtype::Fp32;
+  // Transformer dimensions when the scenario gives them (model.hidden, seq_len, vocab), else
+  // 0: what tensor and pipeline parallelism move (activations of seq_len × hidden per sample)
+  // and what activations take in memory are computed from them.
+  double hidden = 0.0;
+  double seq_len = 0.0;
+  double vocab = 0.0;
 
   [[nodiscard]] double bytes_per_grad() const { return bytes_per_element(grad_dtype); }
   [[nodiscard]] double total_params() const;
@@ -123,6 +129,41 @@ struct SyncSpec {
   CompressionSpec compression;
 };
 
+// ---- parallel layout ---------------------------------------------------------------------
+
+// How the data-parallel replicas hold the model (ZeRO, Rajbhandari et al. 2020; PyTorch FSDP):
+// Ddp every GPU holds everything and all-reduces the gradients; Zero1 shards the optimizer
+// states (reduce-scatter of gradients, all-gather of the updated parameters); Zero2 also the
+// gradients; Zero3 / Fsdp also the parameters (all-gathered per unit before its forward and
+// backward); Hsdp is FSDP's HYBRID_SHARD: Zero3 inside a shard group, replicas all-reduce.
+enum class DataParallelism { Ddp, Zero1, Zero2, Zero3, Fsdp, Hsdp };
+enum class PipelineSchedule { OneFOneB, GPipe, Interleaved };
+[[nodiscard]] std::string_view to_string(DataParallelism data);
+[[nodiscard]] std::string_view to_string(PipelineSchedule schedule);
+[[nodiscard]] std::optional<DataParallelism> data_parallelism_from_string(std::string_view text);
+[[nodiscard]] std::optional<PipelineSchedule> pipeline_schedule_from_string(std::string_view text);
+// Zero3, Fsdp and Hsdp: parameters are sharded and gathered per unit.
+[[nodiscard]] bool shards_parameters(DataParallelism data);
+
+struct ParallelSpec {
+  DataParallelism data = DataParallelism::Ddp;
+  std::uint32_t shard_group = 0;  // hsdp: GPUs per shard group; 0 = GPUs per server / tensor
+  std::uint32_t tensor = 1;       // tensor-parallel degree (Megatron-LM), innermost ranks
+  std::uint32_t pipeline = 1;     // pipeline stages, outermost ranks
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  std::uint32_t virtual_stages = 1;  // interleaved: model chunks per stage
+  bool prefetch = true;              // zero3/fsdp: all-gather of the next unit overlaps
+  bool reshard_after_forward = true;  // zero3/fsdp: gather again before backward
+  // Gradient accumulation: reduce(-scatter) after every micro-batch (FSDP2's default, and
+  // what ZeRO-2 does), or keep unsharded gradients and sync once (ZeRO-1 always does).
+  bool sync_every_micro_batch = true;
+  bool activation_checkpointing = false;  // keep each block's input; recompute in backward
+
+  [[nodiscard]] bool plain() const {
+    return data == DataParallelism::Ddp && tensor == 1 && pipeline == 1;
+  }
+};
+
 // ---- the scenario ------------------------------------------------------------------------
 
 struct TopologySource {
@@ -145,6 +186,8 @@ struct Scenario {
   ComputeSpec compute;
   TrainingSpec training;
   SyncSpec sync;
+  ParallelSpec parallel;
+  std::optional<Bytes> memory;  // HBM per GPU (`memory:`); default: the topology's gpu:
 };
 
 // Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take the last

@@ -8,12 +8,16 @@
 // SimGrid simulation per process: call run_scenario() at most once per process.
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gradsync/engine.hpp"
+#include "gradsync/memory_model.hpp"
+#include "gradsync/parallel_layout.hpp"
+#include "gradsync/parallel_step.hpp"
 #include "gradsync/scenario.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/step_schedule.hpp"
@@ -65,6 +69,17 @@ struct ScenarioResult {
   std::vector<LinkLoad> busiest_links;          // highest utilization first (at most 10)
   std::vector<UtilizationSample> gpu_utilization_timeline;  // one step, 20 samples
   std::string verdict_text;                     // one line users act on
+  // Memory per GPU (memory_model.hpp) against the GPU's (the scenario's memory:, else the
+  // topology's gpu:; unknown: 0 and no verdict).
+  MemoryBreakdown memory;
+  Bytes gpu_memory{0.0};
+  std::optional<bool> fits_in_memory;
+  // The parallel layout and its communication by kind (plain DDP: all of it dp); the pipeline
+  // bubble of the critical stage (parallel_step.hpp).
+  ParallelLayout layout;
+  CommKindStats comm_dp, comm_tp, comm_pp;
+  Seconds bubble{0.0};
+  std::vector<std::string> parallel_algorithms;  // "dp reduce-scatter (ring)", ...
 };
 
 [[nodiscard]] ScenarioResult run_scenario(const LoadedScenario& loaded,

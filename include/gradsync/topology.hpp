@@ -190,6 +190,9 @@ class Topology {
   // users of it infer one from the NVLink rate (nccl_gpu_generation() in nccl_model.hpp).
   [[nodiscard]] std::optional<GpuGeneration> gpu_generation() const { return gpu_generation_; }
   void set_gpu_generation(std::optional<GpuGeneration> g) { gpu_generation_ = g; }
+  // The topology's `gpu:` as written (a model such as "h100", or a generation); "" when absent.
+  [[nodiscard]] const std::string& gpu_model() const { return gpu_model_; }
+  void set_gpu_model(std::string model) { gpu_model_ = std::move(model); }
   // NVLS's share of a GPU port's effective NVLink bandwidth (node.intra.nvls_efficiency, or
   // `nvls_efficiency:` in the explicit form); empty = the default, kNvlsBandwidthFactor
   // (nccl_model.hpp).
@@ -233,6 +236,7 @@ class Topology {
   std::string name_;
   SoftwareModel software_ = SoftwareModel::Nccl;
   std::optional<GpuGeneration> gpu_generation_;
+  std::string gpu_model_;
   std::optional<double> nvls_efficiency_;
   NcclSettings nccl_;
   std::optional<CostSpec> cost_;

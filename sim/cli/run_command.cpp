@@ -88,6 +88,32 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
       {"gpu_utilization_timeline", util},
       {"notes", r.sync_plan.notes},
   };
+  const MemoryBreakdown& mem = r.memory;
+  out["parallel"] = {{"data", std::string(to_string(sc.parallel.data))},
+                     {"tensor", r.layout.tensor},
+                     {"pipeline", r.layout.pipeline},
+                     {"data_parallel_degree", r.layout.data},
+                     {"shard_group", r.layout.shard_group},
+                     {"schedule", std::string(to_string(sc.parallel.schedule))},
+                     {"collectives", r.parallel_algorithms}};
+  out["memory_per_gpu_bytes"] = {{"params", mem.params.bytes()},
+                                 {"grads", mem.grads.bytes()},
+                                 {"optimizer", mem.optimizer.bytes()},
+                                 {"activations", mem.activations.bytes()},
+                                 {"total", mem.total().bytes()}};
+  out["activations_known"] = mem.activations_known;
+  out["gpu_memory_bytes"] = r.gpu_memory.bytes() > 0.0 ? nlohmann::ordered_json(r.gpu_memory.bytes())
+                                                      : nlohmann::ordered_json(nullptr);
+  out["fits_in_memory"] = r.fits_in_memory ? nlohmann::ordered_json(*r.fits_in_memory)
+                                           : nlohmann::ordered_json(nullptr);
+  auto kind = [](const CommKindStats& k) {
+    return nlohmann::ordered_json{{"bytes_per_gpu", k.bytes_per_gpu.bytes()},
+                                  {"time_s", k.time.seconds()},
+                                  {"exposed_s", k.exposed.seconds()},
+                                  {"collectives", k.collectives}};
+  };
+  out["comm_by_kind"] = {{"dp", kind(r.comm_dp)}, {"tp", kind(r.comm_tp)}, {"pp", kind(r.comm_pp)}};
+  out["bubble_s"] = r.bubble.seconds();
   // Cost per sample when the topology carries prices: its capital cost depreciated over
   // kCostAmortization, divided by the samples trained in that time.
   if (const auto cost = cluster_cost(loaded.topology.topology)) {
@@ -115,12 +141,44 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   std::cout << fmt::format("{} on {}: {} GPUs ({} node{} × {}), {} data-parallel ranks\n",
                            r.scenario_name, r.topology_name, r.gpus, r.nodes,
                            r.nodes == 1 ? "" : "s", r.ranks_per_node, r.ranks);
-  std::cout << fmt::format("model: {:.3g} parameters, {} gradients: {} per sync in {} buckets\n",
-                           sc.model.total_params(), to_string(sc.model.grad_dtype),
-                           format_size(r.sync_plan.grad_bytes), r.buckets.size());
-  std::cout << fmt::format("sync: {} ({}), overlap {}, compression {}, accumulation {}\n",
-                           to_string(sc.sync.strategy), algos, to_string(sc.sync.overlap),
-                           to_string(sc.sync.compression.method), sc.training.accumulation);
+  const bool plain = sc.parallel.plain();
+  if (plain) {
+    std::cout << fmt::format("model: {:.3g} parameters, {} gradients: {} per sync in {} buckets\n",
+                             sc.model.total_params(), to_string(sc.model.grad_dtype),
+                             format_size(r.sync_plan.grad_bytes), r.buckets.size());
+    std::cout << fmt::format("sync: {} ({}), overlap {}, compression {}, accumulation {}\n",
+                             to_string(sc.sync.strategy), algos, to_string(sc.sync.overlap),
+                             to_string(sc.sync.compression.method), sc.training.accumulation);
+  } else {
+    const ParallelLayout& l = r.layout;
+    std::cout << fmt::format(
+        "layout: data {} x {}{}, tensor {}, pipeline {}{}\n", to_string(sc.parallel.data), l.data,
+        sc.parallel.data == DataParallelism::Hsdp
+            ? fmt::format(" (shard groups of {}, {} replicas)", l.shard_group, l.replicas)
+            : std::string(),
+        l.tensor, l.pipeline,
+        l.pipeline > 1 ? fmt::format(" ({}, {} micro-batches)", to_string(sc.parallel.schedule),
+                                     sc.training.accumulation)
+                       : std::string());
+    std::cout << fmt::format("model: {:.3g} parameters, {} gradients: {} per GPU to synchronize\n",
+                             sc.model.total_params(), to_string(sc.model.grad_dtype),
+                             format_size(r.sync_plan.grad_bytes));
+    std::string names;
+    for (const auto& a : r.parallel_algorithms) names += (names.empty() ? "" : ", ") + a;
+    std::cout << "collectives: " << names << '\n';
+  }
+  {
+    const MemoryBreakdown& mem = r.memory;
+    std::cout << fmt::format(
+        "memory per GPU: {} = params {} + grads {} + optimizer {} + activations {}{}", 
+        format_size(mem.total()), format_size(mem.params), format_size(mem.grads),
+        format_size(mem.optimizer), format_size(mem.activations),
+        mem.activations_known ? "" : " (unknown: give model.hidden and seq_len)");
+    if (r.fits_in_memory)
+      std::cout << fmt::format(" of {}: {}", format_size(r.gpu_memory),
+                               *r.fits_in_memory ? "fits" : "DOES NOT FIT");
+    std::cout << '\n';
+  }
   if (r.sync_plan.wire_bytes != r.sync_plan.grad_bytes)
     std::cout << fmt::format("wire: {} per sync after compression\n",
                              format_size(r.sync_plan.wire_bytes));
@@ -133,6 +191,14 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   row("step time", m.step_time, fmt::format("({} steps: {})", sc.training.steps,
                                             format_time(r.total_time)));
   const bool async = sc.sync.strategy == SyncStrategy::AsyncParameterServer;
+  if (!plain)
+    row("compute", m.compute_time,
+        fmt::format("{} of the step: 1/{} of a stage's layers over {} micro-batches, + its "
+                    "optimizer share{}",
+                    percent(step > 0 ? m.compute_time.seconds() / step : 0), r.layout.tensor,
+                    sc.training.accumulation,
+                    sc.parallel.activation_checkpointing ? " (backward recomputes forward)" : ""));
+  else
   row("compute", m.compute_time,
       fmt::format("{} of the step: {} × (forward {} + backward {}){}",
                   percent(step > 0 ? m.compute_time.seconds() / step : 0),
@@ -146,6 +212,21 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
       fmt::format("{} of the step (GPU waiting for gradients)",
                   percent(step > 0 ? m.exposed_comm.seconds() / step : 0)));
   if (t.codec_time.seconds() > 0) row("compression codec", t.codec_time, "encode + decode");
+  if (!plain) {
+    auto kind_row = [&](const char* label, const CommKindStats& k) {
+      if (k.collectives == 0) return;
+      row(label, k.exposed,
+          fmt::format("exposed of {} in {} collectives, {} sent per GPU", format_time(k.time),
+                      k.collectives, format_size(k.bytes_per_gpu)));
+    };
+    kind_row("  data parallel", r.comm_dp);
+    kind_row("  tensor parallel", r.comm_tp);
+    kind_row("  pipeline p2p", r.comm_pp);
+    if (sc.parallel.pipeline > 1)
+      row("pipeline bubble", r.bubble,
+          fmt::format("{} of the step (stages idle, waiting for one another)",
+                      percent(step > 0 ? r.bubble.seconds() / step : 0)));
+  }
   if (async)
     std::cout << fmt::format("  {:<22}{:>12}   steps a worker runs ahead of its own update; "
                              "{} updates from all workers in between (async-ps)\n",
@@ -154,7 +235,8 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   std::cout << fmt::format("  {:<22}{:>12.1f}   samples/s ({:.0f} samples per step)\n",
                            "throughput", m.samples_per_s, m.samples_per_step);
   std::cout << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication\n",
-                           "scaling efficiency", percent(m.scaling_efficiency), r.ranks);
+                           "scaling efficiency", percent(m.scaling_efficiency),
+                           plain ? r.ranks : r.gpus);
   if (r.nodes > 1 && r.one_node_samples_per_s > 0)
     std::cout << fmt::format("  {:<22}{:>12}   vs {} × one node ({:.1f} samples/s)\n", "",
                              percent(r.scaling_vs_one_node), r.nodes, r.one_node_samples_per_s);

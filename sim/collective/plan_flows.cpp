@@ -2,6 +2,7 @@
 // connection, summed from a full plan's transfers or built directly by the planners.
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "gradsync/collective.hpp"
@@ -87,6 +88,35 @@ void make_flows_only(Plan& plan, std::uint64_t full_transfers) {
   plan.phases.clear();
   std::vector<Transfer>().swap(plan.transfers);
   std::vector<std::vector<TransferId>>().swap(plan.extra_deps);
+}
+
+Plan replicate_plan(const Plan& plan, std::uint32_t copies) {
+  if (copies == 0) throw std::invalid_argument("replicate_plan: at least one copy");
+  Plan out;
+  out.op = plan.op;
+  out.algorithm = plan.algorithm;
+  out.ranks = plan.ranks * copies;
+  out.contributors = plan.contributors;
+  out.root = plan.root;
+  out.total_bytes = plan.total_bytes;
+  out.chunk_bytes = plan.chunk_bytes;
+  out.chunk_owner = plan.chunk_owner;
+  out.steps = plan.steps;
+  out.channels = plan.channels;
+  out.copies = plan.copies * copies;
+  const std::vector<FlowPhase> phases = flow_phases_of(plan);
+  for (const FlowPhase& phase : phases) {
+    FlowPhase rep{phase.steps, phase.fill, {}};
+    rep.flows.reserve(phase.flows.size() * copies);
+    for (std::uint32_t c = 0; c < copies; ++c)
+      for (const PlanFlow& f : phase.flows)
+        rep.flows.push_back({f.src + c * plan.ranks, f.dst + c * plan.ranks, f.channel, f.bytes});
+    out.flow_phases.push_back(std::move(rep));
+  }
+  out.transfer_count = plan_transfer_count(plan) * copies;
+  out.connection_count = plan_connection_count(plan) * copies;
+  out.flows_only = true;
+  return out;
 }
 
 }  // namespace gradsync

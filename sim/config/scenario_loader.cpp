@@ -23,6 +23,7 @@
 
 #include "gradsync/engine.hpp"
 #include "gradsync/config.hpp"
+#include "gradsync/parallel_layout.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/step_schedule.hpp"
 #include "yaml_reader.hpp"
@@ -53,8 +54,10 @@ constexpr double kMaxBucketBytes = 1099511627776.0;  // 1 TiB
 // not by more than this: beyond, hidden/vocab/layers are probably wrong.
 constexpr double kMaxPresetMismatch = 0.25;
 
-const std::vector<std::string> kTopKeys{"name",  "topology", "topology_overrides", "gpus",
-                                        "model", "compute",  "training",           "sync"};
+const std::vector<std::string> kTopKeys{"name",     "topology", "topology_overrides",
+                                        "gpus",     "model",    "compute",
+                                        "training", "sync",     "parallel",
+                                        "memory"};
 const std::vector<std::string> kModelKeys{"params", "grad_dtype", "layers",        "hidden",
                                           "vocab",  "seq_len",    "tie_embeddings"};
 const std::vector<std::string> kLayerKeys{"name",  "params", "forward", "backward",
@@ -65,6 +68,15 @@ const std::vector<std::string> kTrainingKeys{"accumulation", "steps"};
 const std::vector<std::string> kSyncKeys{"strategy",     "algorithm", "ps",         "bucket",
                                          "first_bucket", "overlap",   "compression"};
 const std::vector<std::string> kPsKeys{"servers", "placement"};
+const std::vector<std::string> kParallelKeys{
+    "data",     "shard_group",           "tensor",   "pipeline",
+    "schedule", "virtual_stages",        "prefetch", "reshard_after_forward",
+    "sync_every_micro_batch", "activation_checkpointing"};
+const std::vector<std::string> kDataModes{"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"};
+const std::vector<std::string> kSchedules{"1f1b", "gpipe", "interleaved"};
+constexpr long long kMaxModelParallel = 4096;
+constexpr long long kMaxVirtualStages = 64;
+constexpr double kMaxGpuMemoryBytes = 1099511627776.0 * 16;  // 16 TiB
 const std::vector<std::string> kCompressionKeys{"method", "ratio", "error_feedback", "encode_rate",
                                                 "decode_rate"};
 
@@ -85,6 +97,7 @@ const std::vector<std::string>* scenario_keys_at(const std::string& path) {
   if (path == "training") return &kTrainingKeys;
   if (path == "sync") return &kSyncKeys;
   if (path == "sync.ps") return &kPsKeys;
+  if (path == "parallel") return &kParallelKeys;
   if (path == "sync.compression") return &kCompressionKeys;
   return nullptr;
 }
@@ -837,6 +850,11 @@ ModelSpec read_model(const MapReader& top, ComputeDraft& compute) {
   } else {
     model.layers = read_preset(m, top, compute);
   }
+  if (m.has("hidden") && !(layers.IsDefined() && layers.IsSequence())) {
+    model.hidden = static_cast<double>(m.integer("hidden", 1, kMaxHidden));
+    model.vocab = static_cast<double>(m.integer("vocab", 1, kMaxVocab));
+    model.seq_len = static_cast<double>(m.opt_integer("seq_len", 1, kMaxSeqLen).value_or(0));
+  }
   const double total = model.total_params();
   if (!(total > 0.0)) throw ConfigError(m.mark(), "model: the layers hold no parameters");
   if (total >= kMaxParams)
@@ -905,6 +923,79 @@ SyncSpec read_sync(const MapReader& top) {
   s.overlap = *overlap_from_string(r.opt_choice("overlap", kOverlaps).value_or("bucketed"));
   if (r.has("compression")) s.compression = read_compression(r);
   return s;
+}
+
+ParallelSpec read_parallel(const MapReader& top) {
+  ParallelSpec p;
+  if (!top.has("parallel")) return p;
+  MapReader r(top.node("parallel"), top.file(), "parallel", kParallelKeys);
+  p.data = *data_parallelism_from_string(r.opt_choice("data", kDataModes).value_or("ddp"));
+  p.tensor = static_cast<std::uint32_t>(r.opt_integer("tensor", 1, kMaxModelParallel).value_or(1));
+  p.pipeline =
+      static_cast<std::uint32_t>(r.opt_integer("pipeline", 1, kMaxModelParallel).value_or(1));
+  p.schedule = *pipeline_schedule_from_string(r.opt_choice("schedule", kSchedules).value_or("1f1b"));
+  p.virtual_stages = static_cast<std::uint32_t>(
+      r.opt_integer("virtual_stages", 1, kMaxVirtualStages).value_or(1));
+  const bool sharded = shards_parameters(p.data);
+  if (r.has("shard_group")) {
+    if (p.data != DataParallelism::Hsdp) r.fail("shard_group", "applies to data: hsdp only");
+    p.shard_group = static_cast<std::uint32_t>(r.integer("shard_group", 1, kMaxGpus));
+  }
+  for (const char* key : {"prefetch", "reshard_after_forward", "sync_every_micro_batch"})
+    if (r.has(key) && !sharded)
+      r.fail(key, fmt::format("applies to data: zero3, fsdp or hsdp (they gather parameters "
+                              "per unit); {} {}",
+                              to_string(p.data),
+                              p.data == DataParallelism::Zero1
+                                  ? "syncs once per step (it keeps unsharded gradients)"
+                              : p.data == DataParallelism::Zero2
+                                  ? "reduce-scatters after every micro-batch (its gradients are "
+                                    "sharded)"
+                                  : "all-reduces once per step"));
+  p.prefetch = r.opt_boolean("prefetch").value_or(true);
+  p.reshard_after_forward = r.opt_boolean("reshard_after_forward").value_or(true);
+  p.sync_every_micro_batch = r.opt_boolean("sync_every_micro_batch").value_or(true);
+  p.activation_checkpointing = r.opt_boolean("activation_checkpointing").value_or(false);
+  if (p.virtual_stages > 1 && p.schedule != PipelineSchedule::Interleaved)
+    r.fail("virtual_stages", "applies to schedule: interleaved");
+  if (p.schedule == PipelineSchedule::Interleaved && p.pipeline < 2)
+    r.fail("schedule", "interleaved needs pipeline: 2 or more");
+  return p;
+}
+
+// Checks of parallel: against the model, the training loop, the sync and the GPUs used.
+void check_parallel(const MapReader& top, const Scenario& sc, std::uint32_t gpus,
+                    const Topology& topo) {
+  const ParallelSpec& p = sc.parallel;
+  if (p.plain()) return;
+  const std::uint32_t gpus_per_server = ranks_per_node(topo, place_ranks(topo, gpus));
+  const MapReader r(top.node("parallel"), top.file(), "parallel", kParallelKeys);
+  const std::string first_key = r.has("data") ? "data" : r.has("tensor") ? "tensor" : "pipeline";
+  if (sc.sync.strategy != SyncStrategy::AllReduce)
+    r.fail(first_key, fmt::format("needs sync.strategy: allreduce ({} is a parameter server)",
+                                  to_string(sc.sync.strategy)));
+  if (sc.sync.compression.method != CompressionMethod::None)
+    r.fail(first_key, "compression is modelled for plain DDP only (data: ddp, tensor: 1, "
+                      "pipeline: 1)");
+  if ((p.tensor > 1 || p.pipeline > 1) && !(sc.model.hidden > 0.0 && sc.model.seq_len > 0.0))
+    r.fail(p.tensor > 1 ? "tensor" : "pipeline",
+           "needs model.hidden and model.seq_len (the transformer preset): they size the "
+           "activations that tensor and pipeline parallelism move");
+  try {
+    const ParallelLayout layout = make_layout(gpus, p, gpus_per_server);
+    (void)stage_layers(sc.model, p);
+    (void)layout;
+  } catch (const std::invalid_argument& e) {
+    const std::string key = r.has("shard_group") && std::string(e.what()).find("shard_group") == 0
+                                ? "shard_group"
+                            : r.has("tensor") ? "tensor"
+                                              : "pipeline";
+    r.fail(key, fmt::format("{} ({} GPUs used)", e.what(), gpus));
+  }
+  if (p.schedule == PipelineSchedule::Interleaved && sc.training.accumulation % p.pipeline != 0)
+    r.fail("schedule", fmt::format("interleaved needs training.accumulation (micro-batches, {}) "
+                                   "a multiple of pipeline ({})",
+                                   sc.training.accumulation, p.pipeline));
 }
 
 // topology_overrides: {nodes: 2, network.fabric: roce, node: {nics: 4}} → dotted overrides,
@@ -1004,6 +1095,14 @@ LoadedScenario load(const std::string& text, const std::string& file,
                         "compute: forward + backward must be positive");
     sc.training = read_training(top);
     sc.sync = read_sync(top);
+    sc.parallel = read_parallel(top);
+    if (top.has("memory")) {
+      const Bytes mem = top.size("memory");
+      if (!(mem.bytes() > 0.0) || mem.bytes() > kMaxGpuMemoryBytes)
+        top.fail("memory", fmt::format("must be positive and at most 16 TiB per GPU, got {}",
+                                       format_size(mem)));
+      sc.memory = mem;
+    }
     const auto gpus = top.opt_integer("gpus", 1, kMaxGpus);
     if (gpus) sc.gpus = static_cast<std::uint32_t>(*gpus);
 
@@ -1051,6 +1150,7 @@ LoadedScenario load(const std::string& text, const std::string& file,
       top.fail("gpus",
                fmt::format("the topology {} has {} GPUs", out.topology.topology.name(), available));
     const std::uint32_t used = sc.gpus.value_or(available);
+    check_parallel(top, sc, used, out.topology.topology);
     const bool nvls = sc.sync.algorithm == SyncAlgorithm::Nvls;
     if (sc.sync.strategy == SyncStrategy::AllReduce &&
         (nvls || sc.sync.algorithm == SyncAlgorithm::NvlsTree)) {

@@ -403,6 +403,7 @@ ClusterSpec read_cluster(const MapReader& top, const std::string& default_name) 
   spec.name = top.opt_string("name").value_or(default_name);
   spec.software = read_software(top);
   spec.gpu = read_gpu(top);
+  spec.gpu_model = top.opt_string("gpu").value_or("");
   spec.nccl = read_nccl(top);
   spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
   spec.node = read_node(top);
@@ -434,6 +435,7 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
   topo.set_origin(top.mark());
   topo.set_software(read_software(top));
   topo.set_gpu_generation(read_gpu(top));
+  topo.set_gpu_model(top.opt_string("gpu").value_or(""));
   topo.set_nvls_efficiency(nvls_efficiency_of(top));
   topo.set_nccl(read_nccl(top));
   if (top.has("cost")) topo.set_cost(read_cost(top));

@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 
 #include "gradsync/config_error.hpp"
+#include "gradsync/memory_model.hpp"
 #include "gradsync/nccl_tuner.hpp"
+#include "parallel_runner.hpp"
 
 namespace gradsync {
 
@@ -185,6 +187,127 @@ std::vector<UtilizationSample> utilization_timeline(const StepTimeline& t, int s
   return out;
 }
 
+// Busiest links over one step, the utilization timeline and the verdict users act on
+// (DESIGN.md §1), from the payload per link and direction.
+void finish(ScenarioResult& result, const Topology& topo, const std::vector<double>& link_a,
+            const std::vector<double>& link_b) {
+  const double step_s = result.timeline.step_time.seconds();
+  for (LinkId l = 0; l < topo.links().size(); ++l) {
+    const double bytes = std::max(link_a[l], link_b[l]);
+    if (bytes <= 0.0) continue;
+    const Link& link = topo.link(l);
+    const bool forward = link_a[l] >= link_b[l];
+    LinkLoad load;
+    load.link = l;
+    load.name = forward ? topo.device(link.a).name + " -> " + topo.device(link.b).name
+                        : topo.device(link.b).name + " -> " + topo.device(link.a).name;
+    load.fabric = link.fabric;
+    load.bytes = Bytes(bytes);
+    load.utilization =
+        step_s > 0.0 ? bytes / (link.effective_bandwidth().bytes_per_second() * step_s) : 0.0;
+    result.busiest_links.push_back(load);
+  }
+  std::sort(result.busiest_links.begin(), result.busiest_links.end(),
+            [](const LinkLoad& a, const LinkLoad& b) { return a.utilization > b.utilization; });
+  if (result.busiest_links.size() > 10) result.busiest_links.resize(10);
+  result.gpu_utilization_timeline = utilization_timeline(result.timeline, 20);
+
+  // The verdict users act on (DESIGN.md §1).
+  const double exposed_share =
+      step_s > 0.0 ? result.timeline.exposed_comm.seconds() / step_s : 0.0;
+  const std::string bottleneck =
+      result.busiest_links.empty()
+          ? std::string("no network traffic")
+          : fmt::format("busiest link {} ({}, {:.0f} % utilized)", result.busiest_links[0].name,
+                        to_string(result.busiest_links[0].fabric),
+                        100.0 * result.busiest_links[0].utilization);
+  if (result.metrics.verdict == Verdict::CommunicationBound)
+    result.verdict_text = fmt::format(
+        "communication-bound: exposed communication is {:.0f} % of the step (> {:.0f} %); "
+        "adding GPUs buys little until the network, overlap, accumulation or compression "
+        "improves; {}",
+        100.0 * exposed_share, 100.0 * kCommunicationBoundShare, bottleneck);
+  else
+    result.verdict_text = fmt::format(
+        "compute-bound: exposed communication is {:.0f} % of the step (<= {:.0f} %); {}",
+        100.0 * exposed_share, 100.0 * kCommunicationBoundShare, bottleneck);
+  if (result.nodes > 1 && result.one_node_samples_per_s > 0.0 &&
+      result.metrics.samples_per_s < result.one_node_samples_per_s)
+    result.verdict_text += fmt::format(
+        "; SLOWER than one server: {:.1f} samples/s on {} servers vs {:.1f} on one",
+        result.metrics.samples_per_s, result.nodes, result.one_node_samples_per_s);
+  if (step_s > 0.0 && result.bubble.seconds() > 0.0)
+    result.verdict_text += fmt::format("; pipeline bubble {:.0f} % of the step",
+                                       100.0 * result.bubble.seconds() / step_s);
+  if (result.fits_in_memory && !*result.fits_in_memory)
+    result.verdict_text = fmt::format(
+        "does not fit in memory: {} per GPU needed, the GPU has {} (shard with parallel.data: "
+        "zero1/zero2/fsdp, or add tensor/pipeline parallelism); if it did: {}",
+        format_size(result.memory.total()), format_size(result.gpu_memory), result.verdict_text);
+}
+
+// Memory per GPU and whether it fits (the scenario's memory:, else the topology's gpu:).
+void add_memory(ScenarioResult& result, const Scenario& sc, const Topology& topo) {
+  result.memory = memory_per_gpu(sc.model, sc.parallel, result.layout,
+                                 sc.compute.samples_per_micro_batch, sc.training.accumulation);
+  const std::optional<Bytes> hbm = sc.memory ? sc.memory : gpu_memory_of(topo.gpu_model());
+  if (!hbm) return;
+  result.gpu_memory = *hbm;
+  result.fits_in_memory = result.memory.total() <= *hbm;
+}
+
+ScenarioResult run_parallel(const LoadedScenario& loaded, const std::vector<DeviceId>& devices,
+                            const RunOptions& options) {
+  const Scenario& sc = loaded.scenario;
+  const Topology& topo = loaded.topology.topology;
+  ScenarioResult result;
+  result.scenario_name = sc.name;
+  result.topology_name = topo.name();
+  const auto gpus = static_cast<std::uint32_t>(devices.size());
+  result.gpus = gpus;
+  result.ranks_per_node = ranks_per_node(topo, devices);
+  result.nodes = std::max<std::uint32_t>(1, gpus / result.ranks_per_node);
+  try {
+    result.layout = make_layout(gpus, sc.parallel, result.ranks_per_node);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(SourceMark{sc.file.string(), 0, 0}, std::string("parallel: ") + e.what());
+  }
+  result.ranks = result.layout.data;
+  detail::ParallelRun run = detail::simulate_parallel_step(loaded, devices, result.layout, options);
+  const ParallelStep& step = run.step;
+  result.timeline = step.timeline;
+  result.comm_dp = step.dp;
+  result.comm_tp = step.tp;
+  result.comm_pp = step.pp;
+  result.bubble = step.bubble;
+  result.parallel_algorithms = run.algorithms;
+  // The gradients one GPU synchronizes: its stage's parameters over the tensor ranks.
+  const std::vector<StageLayers> stages = stage_layers(sc.model, sc.parallel);
+  result.sync_plan.grad_bytes = Bytes(stages[step.critical_stage].params(sc.model) /
+                                      result.layout.tensor * sc.model.bytes_per_grad());
+  result.sync_plan.wire_bytes = result.sync_plan.grad_bytes;
+
+  StepMetrics& m = result.metrics;
+  const StepTimeline& t = result.timeline;
+  m.step_time = t.step_time;
+  m.compute_time = t.compute_time;
+  m.comm_time = t.comm_time;
+  m.exposed_comm = t.exposed_comm;
+  if (t.compute_time.seconds() > 0.0) m.comm_compute_ratio = t.comm_time / t.compute_time;
+  if (t.step_time.seconds() > 0.0) {
+    m.gpu_utilization = t.compute_time / t.step_time;
+    m.samples_per_step = samples_per_step(sc.compute, sc.training.accumulation, result.layout.data);
+    m.samples_per_s = m.samples_per_step / t.step_time.seconds();
+  }
+  const double alone = single_gpu_samples_per_s(sc.compute, sc.training.accumulation);
+  if (alone > 0.0) m.scaling_efficiency = m.samples_per_s / (gpus * alone);
+  m.verdict = verdict_of(t.exposed_comm, t.step_time);
+  result.total_time = t.step_time * static_cast<double>(sc.training.steps);
+  add_memory(result, sc, topo);
+  finish(result, topo, run.bytes_a_to_b, run.bytes_b_to_a);
+  return result;
+}
+
 }  // namespace
 
 ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& options) {
@@ -200,6 +323,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                       fmt::format("gpus: {} but topology '{}' has {} GPUs", gpus, topo.name(),
                                   topo.gpu_count()));
   const std::vector<DeviceId> devices = place_ranks(topo, gpus);
+  if (!sc.parallel.plain()) return run_parallel(loaded, devices, options);
   const std::uint32_t ranks = data_parallel_ranks(gpus, sc.sync);
   if (ranks == 0)
     throw ConfigError(SourceMark{sc.file.string(), 0, 0},
@@ -329,52 +453,17 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     }
   }
 
-  // Busiest links over one step.
-  const double step_s = result.timeline.step_time.seconds();
-  for (LinkId l = 0; l < topo.links().size(); ++l) {
-    const double bytes = std::max(link_a[l], link_b[l]);
-    if (bytes <= 0.0) continue;
-    const Link& link = topo.link(l);
-    const bool forward = link_a[l] >= link_b[l];
-    LinkLoad load;
-    load.link = l;
-    load.name = forward ? topo.device(link.a).name + " -> " + topo.device(link.b).name
-                        : topo.device(link.b).name + " -> " + topo.device(link.a).name;
-    load.fabric = link.fabric;
-    load.bytes = Bytes(bytes);
-    load.utilization =
-        step_s > 0.0 ? bytes / (link.effective_bandwidth().bytes_per_second() * step_s) : 0.0;
-    result.busiest_links.push_back(load);
+  result.layout = make_layout(ranks, sc.parallel, ppn);
+  result.layout.gpus = gpus;
+  for (std::size_t k = 0; k < result.sync_plan.buckets.size(); ++k) {
+    const BucketWire& w = result.sync_plan.buckets[k];
+    result.comm_dp.bytes_per_gpu += Bytes(busbw_factor(w.op, ranks) * w.bytes.bytes());
+    ++result.comm_dp.collectives;
   }
-  std::sort(result.busiest_links.begin(), result.busiest_links.end(),
-            [](const LinkLoad& a, const LinkLoad& b) { return a.utilization > b.utilization; });
-  if (result.busiest_links.size() > 10) result.busiest_links.resize(10);
-  result.gpu_utilization_timeline = utilization_timeline(result.timeline, 20);
-
-  // The verdict users act on (DESIGN.md §1).
-  const double exposed_share =
-      step_s > 0.0 ? result.timeline.exposed_comm.seconds() / step_s : 0.0;
-  const std::string bottleneck =
-      result.busiest_links.empty()
-          ? std::string("no network traffic")
-          : fmt::format("busiest link {} ({}, {:.0f} % utilized)", result.busiest_links[0].name,
-                        to_string(result.busiest_links[0].fabric),
-                        100.0 * result.busiest_links[0].utilization);
-  if (result.metrics.verdict == Verdict::CommunicationBound)
-    result.verdict_text = fmt::format(
-        "communication-bound: exposed communication is {:.0f} % of the step (> {:.0f} %); "
-        "adding GPUs buys little until the network, overlap, accumulation or compression "
-        "improves; {}",
-        100.0 * exposed_share, 100.0 * kCommunicationBoundShare, bottleneck);
-  else
-    result.verdict_text = fmt::format(
-        "compute-bound: exposed communication is {:.0f} % of the step (<= {:.0f} %); {}",
-        100.0 * exposed_share, 100.0 * kCommunicationBoundShare, bottleneck);
-  if (result.nodes > 1 && result.one_node_samples_per_s > 0.0 &&
-      result.metrics.samples_per_s < result.one_node_samples_per_s)
-    result.verdict_text += fmt::format(
-        "; SLOWER than one server: {:.1f} samples/s on {} servers vs {:.1f} on one",
-        result.metrics.samples_per_s, result.nodes, result.one_node_samples_per_s);
+  result.comm_dp.time = result.timeline.comm_time;
+  result.comm_dp.exposed = result.timeline.exposed_comm;
+  add_memory(result, sc, topo);
+  finish(result, topo, link_a, link_b);
   return result;
 }
 

@@ -58,7 +58,31 @@ constexpr std::array<std::pair<std::string_view, CompressionMethod>, 5> kMethods
      {"int4", CompressionMethod::Int4},
      {"topk", CompressionMethod::TopK}}};
 
+constexpr std::array<std::pair<std::string_view, DataParallelism>, 6> kDataParallelisms{
+    {{"ddp", DataParallelism::Ddp},
+     {"zero1", DataParallelism::Zero1},
+     {"zero2", DataParallelism::Zero2},
+     {"zero3", DataParallelism::Zero3},
+     {"fsdp", DataParallelism::Fsdp},
+     {"hsdp", DataParallelism::Hsdp}}};
+constexpr std::array<std::pair<std::string_view, PipelineSchedule>, 3> kSchedules{
+    {{"1f1b", PipelineSchedule::OneFOneB},
+     {"gpipe", PipelineSchedule::GPipe},
+     {"interleaved", PipelineSchedule::Interleaved}}};
+
 }  // namespace
+
+std::string_view to_string(DataParallelism d) { return name_of(kDataParallelisms, d); }
+std::optional<DataParallelism> data_parallelism_from_string(std::string_view text) {
+  return lookup(kDataParallelisms, text);
+}
+std::string_view to_string(PipelineSchedule s) { return name_of(kSchedules, s); }
+std::optional<PipelineSchedule> pipeline_schedule_from_string(std::string_view text) {
+  return lookup(kSchedules, text);
+}
+bool shards_parameters(DataParallelism d) {
+  return d == DataParallelism::Zero3 || d == DataParallelism::Fsdp || d == DataParallelism::Hsdp;
+}
 
 std::string_view to_string(GradDtype dtype) { return name_of(kDtypes, dtype); }
 std::optional<GradDtype> grad_dtype_from_string(std::string_view text) {

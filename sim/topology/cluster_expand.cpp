@@ -49,6 +49,7 @@ class ClusterBuilder {
   Topology build() {
     topo_.set_software(spec_.software);
     topo_.set_gpu_generation(spec_.gpu);
+    topo_.set_gpu_model(spec_.gpu_model);
     topo_.set_nccl(spec_.nccl);
     topo_.set_nvls_efficiency(spec_.node.nvls_efficiency);
     topo_.set_origin(spec_.origin);

@@ -1,0 +1,95 @@
+// One optimizer step of a sharded and/or tensor × pipeline layout (ParallelSpec), composed
+// from simulated collective durations. Pure: the runner supplies each collective's duration
+// (simulated on the engine, every concurrent group at once) through a CommTimer.
+//
+// Every pipeline stage runs three serial streams, in the order the framework issues work:
+//   compute — per layer, forward and backward of each micro-batch in the pipeline schedule's
+//             order (1F1B, GPipe, Megatron's interleaved), the tensor-parallel all-reduces of
+//             a block (2 in forward, 2 in backward; Megatron-LM, Shoeybi et al. 2019 §3) inline
+//             on the critical path, the optimizer at the end;
+//   comm    — the data-parallel collectives on the DP process group: DDP/ZeRO-1/2 buckets
+//             (all-reduce or reduce-scatter when the bucket is ready; ZeRO-1 once per step,
+//             ZeRO-2 after every micro-batch), ZeRO-1/2's all-gather of the updated parameters
+//             after the optimizer; ZeRO-3/FSDP per unit (a layer with parameters): all-gather
+//             before its forward and again before its backward (reshard_after_forward),
+//             reduce-scatter after its backward (HSDP: then an all-reduce of the shard across
+//             replicas). With prefetch a unit's all-gather is issued when the previous unit's
+//             compute starts (FSDP's forward/backward prefetch of one unit), else when it ends;
+//             collectives on one stream run one at a time, as links shared by two concurrent
+//             collectives would split their bandwidth;
+//   p2p     — activations sent to the next stage after each forward chunk and their gradients
+//             back after each backward chunk, S/tensor per tensor rank (Narayanan et al. 2021
+//             §4.1 scatter/gather).
+// A task starts when its stream is free and its dependencies have ended.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gradsync/collective.hpp"
+#include "gradsync/parallel_layout.hpp"
+#include "gradsync/scenario.hpp"
+#include "gradsync/step_schedule.hpp"
+#include "gradsync/units.hpp"
+
+namespace gradsync {
+
+enum class CommKind { Dp, Tp, Pp };
+[[nodiscard]] std::string_view to_string(CommKind kind);
+
+// Which ranks a collective runs over (parallel_layout.hpp), all of a stage's groups at once.
+enum class CommGroup {
+  Data,       // every tensor rank's data-parallel group of the stage
+  Shard,      // HSDP shard groups
+  Replica,    // HSDP replica groups
+  Tensor,     // tensor groups of the stage
+  NextStage,  // point to point: every rank of the stage to its peer in stage + 1
+  PrevStage,  // ... and to its peer in stage − 1 (gradients of the activations)
+};
+
+struct CommRequest {
+  CommKind kind = CommKind::Dp;
+  CommGroup group = CommGroup::Data;
+  std::uint32_t stage = 0;
+  CollectiveOp op = CollectiveOp::AllReduce;  // NextStage: Broadcast (one send)
+  Bytes bytes{0.0};                           // S (nccl-tests size)
+  [[nodiscard]] std::uint32_t group_ranks(const ParallelLayout& layout) const;
+};
+using CommTimer = std::function<Seconds(const CommRequest&)>;
+
+struct CommKindStats {
+  Bytes bytes_per_gpu{0.0};  // sent per GPU over the step: busbw factor × S per collective
+  Seconds time{0.0};         // Σ durations on the critical stage
+  Seconds exposed{0.0};      // compute waiting on this kind (the critical stage)
+  std::uint32_t collectives = 0;
+};
+
+struct ParallelStep {
+  StepTimeline timeline;  // the critical stage's compute (no buckets)
+  CommKindStats dp, tp, pp;
+  // Idle compute of the critical stage with every communication free: the pipeline bubble
+  // ((p−1)/(m+p−1) of the forward and backward for 1F1B over equal stages).
+  Seconds bubble{0.0};
+  std::uint32_t critical_stage = 0;
+  Seconds compute_per_gpu{0.0};  // busy compute of the critical stage (TP comm excluded)
+  // Every distinct collective the step ran, with how many times it ran over all stages (for
+  // link loads).
+  std::vector<std::pair<CommRequest, std::uint32_t>> uses;
+};
+
+// The step of `model` under `parallel` (not plain DDP, which compose_step() covers) with
+// `accumulation` micro-batches (the pipeline's micro-batches), `layout` from make_layout().
+// Compute times of `compute` are one GPU's for the whole model; a GPU runs 1/tensor of its
+// stage's layers (activation checkpointing adds a forward to every backward), and the
+// optimizer's time scales with the parameters the GPU updates. Throws std::invalid_argument
+// for what the layout cannot run (interleaving needs accumulation a multiple of pipeline).
+[[nodiscard]] ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& compute,
+                                                 const SyncSpec& sync, const ParallelSpec& parallel,
+                                                 const ParallelLayout& layout,
+                                                 std::uint32_t accumulation,
+                                                 const CommTimer& timer);
+
+}  // namespace gradsync

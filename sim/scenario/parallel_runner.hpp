@@ -1,0 +1,30 @@
+// The scenario runner's part for sharded and tensor × pipeline layouts: simulates every
+// collective a parallel step asks for (parallel_step.hpp) on the platform, all concurrent groups
+// of one kind at once (replicate_plan), and composes the step. Internal to the runner.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gradsync/engine.hpp"
+#include "gradsync/parallel_layout.hpp"
+#include "gradsync/parallel_step.hpp"
+#include "gradsync/scenario_config.hpp"
+#include "gradsync/scenario_runner.hpp"
+
+namespace gradsync::detail {
+
+struct ParallelRun {
+  ParallelStep step;
+  // Payload over one step per topology link and direction (as PlanTiming's).
+  std::vector<double> bytes_a_to_b, bytes_b_to_a;
+  std::vector<std::string> algorithms;  // the algorithm of each distinct collective that ran
+};
+
+// `devices`: rank → GPU, the layout's ranks in order.
+[[nodiscard]] ParallelRun simulate_parallel_step(const LoadedScenario& loaded,
+                                                 const std::vector<DeviceId>& devices,
+                                                 const ParallelLayout& layout,
+                                                 const RunOptions& options);
+
+}  // namespace gradsync::detail

@@ -1,0 +1,455 @@
+// One step of a sharded / tensor × pipeline layout (parallel_step.hpp): the stages' task
+// graph on their compute, comm and p2p streams, scheduled as a list schedule.
+#include "gradsync/parallel_step.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace gradsync {
+
+std::string_view to_string(CommKind kind) {
+  switch (kind) {
+    case CommKind::Dp: return "dp";
+    case CommKind::Tp: return "tp";
+    case CommKind::Pp: return "pp";
+  }
+  return "?";
+}
+
+std::uint32_t CommRequest::group_ranks(const ParallelLayout& layout) const {
+  switch (group) {
+    case CommGroup::Data: return layout.data;
+    case CommGroup::Shard: return layout.shard_group;
+    case CommGroup::Replica: return layout.replicas;
+    case CommGroup::Tensor: return layout.tensor;
+    case CommGroup::NextStage:
+    case CommGroup::PrevStage: return 2;
+  }
+  return 1;
+}
+
+namespace {
+
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+
+struct Task {
+  std::uint32_t stream = 0;
+  bool on_compute = true;  // a compute-stream task (layer or optimizer)
+  Seconds work{0.0};       // compute (compute stream) or the collective (comm / p2p)
+  Seconds tp{0.0};         // inline tensor-parallel all-reduces (compute stream)
+  CommKind kind = CommKind::Dp;
+  ComputePhase phase = ComputePhase::Forward;
+  std::uint32_t micro_batch = 0;
+  std::vector<std::size_t> deps;
+  double start = 0.0, end = 0.0;
+};
+
+// Tasks on serial streams; each starts when its stream is free and its dependencies ended.
+class TaskGraph {
+ public:
+  explicit TaskGraph(std::size_t streams) : streams_(streams) {}
+  std::size_t add(Task t) {
+    streams_.at(t.stream).push_back(tasks_.size());
+    tasks_.push_back(std::move(t));
+    return tasks_.size() - 1;
+  }
+  Task& at(std::size_t id) { return tasks_[id]; }
+  [[nodiscard]] const Task& at(std::size_t id) const { return tasks_[id]; }
+  [[nodiscard]] const std::vector<std::size_t>& stream(std::size_t s) const { return streams_[s]; }
+  void depend(std::size_t id, std::size_t on) {
+    if (on != kNone) tasks_[id].deps.push_back(on);
+  }
+  void schedule() {
+    std::vector<std::size_t> head(streams_.size(), 0);
+    std::vector<double> free(streams_.size(), 0.0);
+    std::vector<char> done(tasks_.size(), 0);
+    std::size_t left = tasks_.size();
+    while (left > 0) {
+      bool progress = false;
+      for (std::size_t s = 0; s < streams_.size(); ++s)
+        while (head[s] < streams_[s].size()) {
+          Task& t = tasks_[streams_[s][head[s]]];
+          double ready = free[s];
+          bool blocked = false;
+          for (std::size_t d : t.deps) {
+            if (!done[d]) { blocked = true; break; }
+            ready = std::max(ready, tasks_[d].end);
+          }
+          if (blocked) break;
+          t.start = ready;
+          t.end = ready + (t.work + t.tp).seconds();
+          free[s] = t.end;
+          done[streams_[s][head[s]]] = 1;
+          ++head[s];
+          --left;
+          progress = true;
+        }
+      if (!progress) throw std::logic_error("compose_parallel_step: the task graph has a cycle");
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::size_t>> streams_;
+  std::vector<Task> tasks_;
+};
+
+// One entry of a stage's pipeline schedule: forward or backward of micro-batch `mb` through
+// global chunk `chunk` (chunk c runs on stage c mod pipeline).
+struct Item {
+  bool forward = true;
+  std::uint32_t mb = 0;
+  std::uint32_t chunk = 0;
+};
+
+std::vector<Item> stage_schedule(const ParallelSpec& spec, std::uint32_t s, std::uint32_t m) {
+  const std::uint32_t p = spec.pipeline;
+  std::vector<Item> out;
+  if (spec.schedule == PipelineSchedule::Interleaved && p > 1) {
+    const std::uint32_t v = spec.virtual_stages;
+    const std::uint32_t total = m * v;
+    auto item = [&](std::uint32_t k, bool forward) {
+      const std::uint32_t in_group = k % (p * v);
+      std::uint32_t local = in_group / p;
+      if (!forward) local = v - 1 - local;
+      return Item{forward, (k / (p * v)) * p + k % p, local * p + s};
+    };
+    const std::uint32_t warmup = std::min(total, (p - s - 1) * 2 + (v - 1) * p);
+    for (std::uint32_t k = 0; k < warmup; ++k) out.push_back(item(k, true));
+    for (std::uint32_t k = 0; k + warmup < total; ++k) {
+      out.push_back(item(warmup + k, true));
+      out.push_back(item(k, false));
+    }
+    for (std::uint32_t k = total - warmup; k < total; ++k) out.push_back(item(k, false));
+    return out;
+  }
+  if (spec.schedule == PipelineSchedule::GPipe || p == 1) {
+    for (std::uint32_t j = 0; j < m; ++j) out.push_back({true, j, s});
+    for (std::uint32_t j = m; j-- > 0;) out.push_back({false, j, s});
+    return out;
+  }
+  const std::uint32_t warmup = std::min(m, p - s - 1);
+  for (std::uint32_t j = 0; j < warmup; ++j) out.push_back({true, j, s});
+  for (std::uint32_t j = 0; j + warmup < m; ++j) {
+    out.push_back({true, warmup + j, s});
+    out.push_back({false, j, s});
+  }
+  for (std::uint32_t j = m - warmup; j < m; ++j) out.push_back({false, j, s});
+  return out;
+}
+
+double busbw_bytes(const CommRequest& r, const ParallelLayout& layout) {
+  const std::uint32_t n = r.group_ranks(layout);
+  if (r.group == CommGroup::NextStage || r.group == CommGroup::PrevStage) return r.bytes.bytes();
+  return busbw_factor(r.op, n) * r.bytes.bytes();
+}
+
+}  // namespace
+
+ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& compute,
+                                   const SyncSpec& sync, const ParallelSpec& par,
+                                   const ParallelLayout& layout, std::uint32_t accumulation,
+                                   const CommTimer& timer) {
+  const std::uint32_t p = par.pipeline;
+  const std::uint32_t m = accumulation;
+  const std::uint32_t v = par.schedule == PipelineSchedule::Interleaved ? par.virtual_stages : 1;
+  if (m == 0) throw std::invalid_argument("compose_parallel_step: accumulation must be >= 1");
+  if (v > 1 && p > 1 && m % p != 0)
+    throw std::invalid_argument(fmt::format(
+        "the interleaved schedule needs micro-batches (training.accumulation, {}) a multiple "
+        "of the pipeline stages ({})", m, p));
+  const std::vector<StageLayers> stages = stage_layers(model, par);
+  const std::uint32_t chunks = p * v;
+  std::vector<std::pair<std::size_t, std::size_t>> chunk_layers(chunks);
+  for (std::uint32_t s = 0; s < p; ++s)
+    for (std::uint32_t c = 0; c < stages[s].chunks.size(); ++c)
+      chunk_layers[c * p + s] = stages[s].chunks[c];
+
+  const double t = layout.tensor;
+  const double bpe = model.bytes_per_grad();
+  const bool zero3 = shards_parameters(par.data);
+  const bool hsdp = par.data == DataParallelism::Hsdp;
+  const CommGroup shard_group = hsdp ? CommGroup::Shard : CommGroup::Data;
+  const double activation = model.seq_len * model.hidden * compute.samples_per_micro_batch * bpe;
+  const double total_params = model.total_params();
+
+  ParallelStep out;
+  using Key = std::tuple<int, std::uint32_t, int, double>;
+  auto request_key = [](const CommRequest& r) {
+    return std::make_tuple(static_cast<int>(r.group), r.stage, static_cast<int>(r.op),
+                           r.bytes.bytes());
+  };
+  std::map<Key, Seconds> cache;
+  std::map<Key, std::pair<CommRequest, std::uint32_t>> uses;  // every run of each request
+  auto time_of = [&](const CommRequest& r) {
+    const Key key = request_key(r);
+    uses.try_emplace(key, r, 0u);
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, timer(r)).first;
+    return it->second;
+  };
+
+  TaskGraph g(3 * p);
+  // Per stage and per (chunk, mb, forward): the item's first and last compute task.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, bool>, std::pair<std::size_t, std::size_t>>
+      item_tasks;
+  struct LayerTask { std::size_t id; std::size_t layer; bool forward; std::uint32_t mb; };
+  std::vector<std::vector<LayerTask>> stage_tasks(p);
+  std::vector<std::vector<Item>> schedules(p);
+  const bool tensor_parallel = layout.tensor > 1 && activation > 0.0;
+  std::vector<Seconds> tp_ar(p, Seconds(0.0));  // one activation all-reduce, per stage
+
+  // Pass 1: compute tasks in each stage's schedule order.
+  for (std::uint32_t s = 0; s < p; ++s) {
+    const CommRequest tp_request{CommKind::Tp, CommGroup::Tensor, s, CollectiveOp::AllReduce,
+                                 Bytes(activation)};
+    if (tensor_parallel) tp_ar[s] = time_of(tp_request);
+    schedules[s] = stage_schedule(par, s, m);
+    for (const Item& it : schedules[s]) {
+      const auto [first, last] = chunk_layers[it.chunk];
+      std::size_t a = kNone, b = kNone;
+      for (std::size_t k = 0; k < last - first; ++k) {
+        const std::size_t i = it.forward ? first + k : last - 1 - k;
+        const LayerSpec& layer = model.layers[i];
+        const bool block = layer.name.rfind("block", 0) == 0;
+        Task task;
+        task.stream = 3 * s;
+        task.phase = it.forward ? ComputePhase::Forward : ComputePhase::Backward;
+        task.micro_batch = it.mb;
+        task.work = it.forward ? layer.forward / t
+                               : (layer.backward + (par.activation_checkpointing ? layer.forward
+                                                                                  : Seconds(0.0))) / t;
+        task.kind = CommKind::Tp;
+        if (block && tensor_parallel) {
+          const std::uint32_t n = it.forward || !par.activation_checkpointing ? 2 : 4;
+          task.tp = tp_ar[s] * static_cast<double>(n);
+          uses[request_key(tp_request)].second += n;
+        }
+        const std::size_t id = g.add(std::move(task));
+        if (a == kNone) a = id;
+        b = id;
+        stage_tasks[s].push_back({id, i, it.forward, it.mb});
+      }
+      item_tasks[{it.chunk, it.mb, it.forward}] = {a, b};
+    }
+  }
+
+  // Bytes and counts of one GPU of each stage, by kind (dp, tp, pp).
+  std::vector<std::array<CommKindStats, 3>> stage_stats(p);
+  auto add_comm = [&](std::uint32_t s, const CommRequest& r, std::uint32_t stream_offset) {
+    Task task;
+    task.stream = 3 * s + stream_offset;
+    task.on_compute = false;
+    task.kind = r.kind;
+    task.work = time_of(r);
+    ++uses[request_key(r)].second;
+    CommKindStats& st = stage_stats[s][static_cast<int>(r.kind)];
+    st.bytes_per_gpu += Bytes(busbw_bytes(r, layout));
+    ++st.collectives;
+    return g.add(std::move(task));
+  };
+
+  // Pass 2: point-to-point sends between chunks and the dependencies they carry.
+  for (std::uint32_t s = 0; s < p; ++s)
+    for (const Item& it : schedules[s]) {
+      const auto [a, b] = item_tasks.at({it.chunk, it.mb, it.forward});
+      if (it.forward) {
+        if (it.chunk + 1 < chunks) {
+          const std::size_t send = add_comm(
+              s, {CommKind::Pp, CommGroup::NextStage, s, CollectiveOp::Broadcast,
+                  Bytes(activation / t)}, 2);
+          g.depend(send, b);
+          g.depend(item_tasks.at({it.chunk + 1, it.mb, true}).first, send);
+        } else {
+          g.depend(item_tasks.at({it.chunk, it.mb, false}).first, b);
+        }
+      } else if (it.chunk > 0) {
+        const std::size_t send = add_comm(
+            s, {CommKind::Pp, CommGroup::PrevStage, s, CollectiveOp::Broadcast,
+                Bytes(activation / t)}, 2);
+        g.depend(send, b);
+        g.depend(item_tasks.at({it.chunk - 1, it.mb, false}).first, send);
+      }
+    }
+
+  // Pass 3: data-parallel collectives on each stage's comm stream, in issue order.
+  std::vector<std::size_t> optimizer(p, kNone), last_of_stage(p, kNone);
+  for (std::uint32_t s = 0; s < p; ++s) {
+    const std::vector<LayerTask>& tasks = stage_tasks[s];
+    // The micro-batch whose backward syncs, per chunk: the last one the stage runs.
+    std::map<std::uint32_t, std::uint32_t> last_mb;
+    for (const Item& it : schedules[s])
+      if (!it.forward) last_mb[it.chunk] = it.mb;
+    auto chunk_of_layer = [&](std::size_t layer) {
+      for (std::uint32_t c = 0; c < chunks; ++c)
+        if (layer >= chunk_layers[c].first && layer < chunk_layers[c].second) return c;
+      return 0u;
+    };
+    auto syncs = [&](const LayerTask& lt, bool every) {
+      return !lt.forward && (every || lt.mb == last_mb[chunk_of_layer(lt.layer)]);
+    };
+    std::size_t last_comm = kNone;
+    std::vector<std::pair<Bytes, std::size_t>> after_optimizer;  // ZeRO-1/2 all-gathers
+    if (zero3) {
+      const bool every = par.sync_every_micro_batch;
+      auto needs_gather = [&](const LayerTask& lt) {
+        return model.layers[lt.layer].params > 0.0 && (lt.forward || par.reshard_after_forward);
+      };
+      auto unit_bytes = [&](const LayerTask& lt) { return Bytes(model.layers[lt.layer].params / t * bpe); };
+      std::vector<std::size_t> gather(tasks.size(), kNone);
+      std::size_t next = 0;  // next task whose gather is not issued yet
+      auto issue_next = [&](std::size_t after_end_of) {
+        while (next < tasks.size() && !needs_gather(tasks[next])) ++next;
+        if (next >= tasks.size()) return;
+        const std::size_t id = add_comm(
+            s, {CommKind::Dp, shard_group, s, CollectiveOp::AllGather, unit_bytes(tasks[next])}, 1);
+        if (after_end_of != kNone) g.depend(id, tasks[after_end_of].id);
+        g.depend(tasks[next].id, id);
+        gather[next] = id;
+        last_comm = id;
+        ++next;
+      };
+      issue_next(kNone);
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        if (par.prefetch && next <= i + 1) issue_next(i > 0 ? i - 1 : kNone);
+        const LayerTask& lt = tasks[i];
+        if (model.layers[lt.layer].params > 0.0 && syncs(lt, every)) {
+          const Bytes unit = unit_bytes(lt);
+          std::size_t id = add_comm(s, {CommKind::Dp, shard_group, s, CollectiveOp::ReduceScatter, unit}, 1);
+          g.depend(id, lt.id);
+          if (hsdp && layout.replicas > 1)
+            id = add_comm(s, {CommKind::Dp, CommGroup::Replica, s, CollectiveOp::AllReduce,
+                              unit / static_cast<double>(layout.shard_group)}, 1);
+          last_comm = id;
+        }
+        if (!par.prefetch && next <= i + 1) issue_next(i);
+      }
+    } else {
+      const bool every = par.data == DataParallelism::Zero2;
+      const CollectiveOp op =
+          par.data == DataParallelism::Ddp ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
+      // Buckets per chunk over its layers (1/tensor of each layer's parameters).
+      std::map<std::size_t, std::vector<Bytes>> buckets_ending_at;  // by the layer closing them
+      for (std::uint32_t c = s; c < chunks; c += p) {
+        ModelSpec part;
+        part.grad_dtype = model.grad_dtype;
+        for (std::size_t i = chunk_layers[c].first; i < chunk_layers[c].second; ++i) {
+          LayerSpec l = model.layers[i];
+          l.params /= t;
+          part.layers.push_back(l);
+        }
+        for (const Bucket& bk : build_buckets(part, sync))
+          buckets_ending_at[chunk_layers[c].first + bk.layers.back()].push_back(bk.bytes);
+      }
+      std::size_t last_backward = kNone;
+      for (const LayerTask& lt : tasks)
+        if (!lt.forward) last_backward = lt.id;
+      for (const LayerTask& lt : tasks) {
+        if (!syncs(lt, every)) continue;
+        const auto found = buckets_ending_at.find(lt.layer);
+        if (found == buckets_ending_at.end()) continue;
+        for (Bytes bytes : found->second) {
+          const std::size_t id = add_comm(s, {CommKind::Dp, CommGroup::Data, s, op, bytes}, 1);
+          g.depend(id, sync.overlap == Overlap::None ? last_backward : lt.id);
+          last_comm = id;
+          if (op == CollectiveOp::ReduceScatter && lt.mb == last_mb[chunk_of_layer(lt.layer)])
+            after_optimizer.emplace_back(bytes, id);
+        }
+      }
+    }
+    // The optimizer: once the stage's gradients are reduced; it updates the GPU's share.
+    const double updated = stages[s].params(model) / t /
+                           (par.data == DataParallelism::Ddp ? 1.0 : layout.shard_group);
+    Task opt;
+    opt.stream = 3 * s;
+    opt.phase = ComputePhase::Optimizer;
+    opt.micro_batch = m - 1;
+    opt.work = total_params > 0.0 ? compute.optimizer * (updated / total_params) : Seconds(0.0);
+    optimizer[s] = g.add(std::move(opt));
+    g.depend(optimizer[s], last_comm);
+    last_of_stage[s] = optimizer[s];
+    for (const auto& [bytes, rs] : after_optimizer) {
+      const std::size_t id =
+          add_comm(s, {CommKind::Dp, CommGroup::Data, s, CollectiveOp::AllGather, bytes}, 1);
+      g.depend(id, optimizer[s]);
+      last_of_stage[s] = id;
+    }
+  }
+
+  g.schedule();
+
+  // The critical stage: the one that ends last.
+  double step = 0.0;
+  for (std::uint32_t s = 0; s < p; ++s) {
+    const double end = std::max(g.at(optimizer[s]).end, g.at(last_of_stage[s]).end);
+    if (end > step) {
+      step = end;
+      out.critical_stage = s;
+    }
+  }
+  const std::uint32_t cs = out.critical_stage;
+  out.dp = stage_stats[cs][0];
+  out.pp = stage_stats[cs][2];
+  StepTimeline& tl = out.timeline;
+  tl.step_time = Seconds(step);
+  // Exposed communication: the part of each compute wait that a communication task covers.
+  double free_at = 0.0;
+  for (std::size_t id : g.stream(3 * cs)) {
+    const Task& task = g.at(id);
+    if (task.start > free_at) {
+      std::size_t latest = kNone;
+      for (std::size_t d : task.deps)
+        if (latest == kNone || g.at(d).end > g.at(latest).end) latest = d;
+      if (latest != kNone && !g.at(latest).on_compute) {
+        const Task& c = g.at(latest);
+        const double covered = std::max(0.0, c.end - std::max(free_at, c.start));
+        (c.kind == CommKind::Pp ? out.pp : out.dp).exposed += Seconds(std::min(covered, task.start - free_at));
+      }
+    }
+    out.tp.time += task.tp;
+    out.compute_per_gpu += task.work;
+    if (!tl.compute.empty() && tl.compute.back().phase == task.phase &&
+        tl.compute.back().micro_batch == task.micro_batch &&
+        std::abs(tl.compute.back().end.seconds() - task.start) < 1e-12) {
+      tl.compute.back().end = Seconds(task.start + task.work.seconds());
+    } else {
+      tl.compute.push_back({task.phase, task.micro_batch, Seconds(task.start),
+                            Seconds(task.start + task.work.seconds())});
+    }
+    if (task.phase == ComputePhase::Backward) tl.backward_end = Seconds(task.end);
+    free_at = task.end;
+  }
+  out.tp.exposed = out.tp.time;
+  // ZeRO-1/2's all-gathers after the optimizer hold the next step back.
+  out.dp.exposed += Seconds(std::max(0.0, step - g.at(optimizer[cs]).end));
+  for (std::uint32_t k = 1; k <= 2; ++k)
+    for (std::size_t id : g.stream(3 * cs + k))
+      (k == 1 ? out.dp : out.pp).time += g.at(id).work;
+  if (out.tp.collectives == 0 && out.tp.time.seconds() > 0.0) {
+    // Inline: 2 per block in forward, 2 (4 with recomputation) in backward, per micro-batch.
+    const double per_ar = tp_ar[cs].seconds();
+    out.tp.collectives = static_cast<std::uint32_t>(std::lround(out.tp.time.seconds() / per_ar));
+    out.tp.bytes_per_gpu = Bytes(out.tp.collectives *
+                                 busbw_factor(CollectiveOp::AllReduce, layout.tensor) * activation);
+  }
+  for (const auto& [key, use] : uses) out.uses.push_back(use);
+  tl.compute_time = out.compute_per_gpu;
+  tl.comm_time = out.dp.time + out.tp.time + out.pp.time;
+  // Without a pipeline every wait of the compute stream is on the data-parallel stream
+  // (directly, or behind a collective it queues after).
+  if (p == 1)
+    out.dp.exposed = Seconds(std::max(0.0, step - tl.compute_time.seconds() - out.tp.exposed.seconds()));
+  tl.exposed_comm = out.dp.exposed + out.tp.exposed + out.pp.exposed;
+  tl.sync_end = tl.step_time;
+  out.bubble = Seconds(std::max(0.0, step - tl.compute_time.seconds() - tl.exposed_comm.seconds()));
+  return out;
+}
+
+}  // namespace gradsync
