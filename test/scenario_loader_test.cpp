@@ -419,3 +419,58 @@ TEST_CASE("topology override errors: at the override's value in the scenario") {
   CHECK(contains(network->reason(), "missing required key 'network'"));
   CHECK(contains(network->reason(), "(with overrides nodes=2)"));
 }
+
+TEST_CASE("parallel: keys, defaults and errors at file:line:col") {
+  const std::string base = R"(name: t
+topology: ../topologies/pcie-4gpu.yaml
+model: {layers: 6, hidden: 256, vocab: 1000, seq_len: 128, grad_dtype: bf16}
+compute: {forward: 30ms, backward: 60ms, samples_per_micro_batch: 1}
+training: {accumulation: 3}
+)";
+  const Scenario ok = load_scenario_text(base + "parallel: {data: hsdp, shard_group: 2}\nmemory: 40GB\n",
+                                         kInline).scenario;
+  CHECK(ok.parallel.data == DataParallelism::Hsdp);
+  CHECK(ok.parallel.shard_group == 2);
+  CHECK(ok.parallel.prefetch);
+  CHECK(ok.parallel.reshard_after_forward);
+  CHECK(ok.memory->bytes() == doctest::Approx(40e9));
+  CHECK(ok.model.hidden == 256);
+  CHECK(ok.model.seq_len == 128);
+  CHECK(load_scenario_text(base, kInline).scenario.parallel.plain());
+
+  check_error_at(error_of(base + "parallel: {data: zero4}\n"), 6, 18, "did you mean 'zero1'?");
+  check_error_at(error_of(base + "parallel: {tensor: 3}\n"), 6, 20, "does not divide the 4 GPUs");
+  check_error_at(error_of(base + "parallel: {data: zero1, shard_group: 2}\n"), 6, 38,
+                 "applies to data: hsdp only");
+  check_error_at(error_of(base + "parallel: {data: hsdp, shard_group: 3}\n"), 6, 37,
+                 "does not divide the data-parallel degree 4");
+  check_error_at(error_of(base + "parallel: {prefetch: false}\n"), 6, 22,
+                 "applies to data: zero3, fsdp or hsdp");
+  check_error_at(error_of(base + "parallel: {data: zero2, sync_every_micro_batch: false}\n"), 6,
+                 49, "zero2 reduce-scatters after every micro-batch");
+  check_error_at(error_of(base + "parallel: {schedule: interleaved}\n"), 6, 22,
+                 "needs pipeline: 2 or more");
+  check_error_at(error_of(base + "parallel: {pipeline: 2, schedule: interleaved, virtual_stages: 2}\n"),
+                 6, 35, "a multiple of pipeline (2)");
+  check_error_at(error_of(base + "parallel: {virtual_stages: 2}\n"), 6, 28,
+                 "applies to schedule: interleaved");
+  check_error_at(error_of(base + "parallel: {data: zero1}\nsync: {compression: int8}\n"), 6, 18,
+                 "compression is modelled for plain DDP only");
+  check_error_at(error_of(base + "parallel: {data: zero1}\nsync: {strategy: ps}\n"), 6, 18,
+                 "needs sync.strategy: allreduce");
+  check_error_at(error_of(base + "memory: 0GB\n"), 6, 9, "must be positive");
+  check_error_at(error_of(base + "memory: 80\n"), 6, 9, "no unit");
+  check_error_at(error_of(kBase + "parallel: {tensor: 2}\n"), 11, 20,
+                 "needs model.hidden and model.seq_len");
+  check_error_at(error_of(base + "parallel: {tensr: 2}\n"), 6, 12, "did you mean 'tensor'?");
+}
+
+TEST_CASE("the shipped 3D and HSDP scenarios hold the layouts their comments describe") {
+  const LoadedScenario l = load_shipped("llama-70b-3d-64node-ib");
+  CHECK(l.topology.topology.gpu_count() == 512);
+  CHECK(l.scenario.parallel.tensor == 8);
+  CHECK(l.scenario.parallel.pipeline == 4);
+  CHECK(l.scenario.parallel.data == DataParallelism::Zero1);
+  CHECK(l.scenario.model.total_params() == doctest::Approx(6.9e10));
+  CHECK(l.scenario.model.layers.size() == 82);
+}
