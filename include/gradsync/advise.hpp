@@ -35,11 +35,16 @@ struct AdviceBaseline {
   Overlap overlap = Overlap::Bucketed;
   std::uint32_t accumulation = 1;
   CompressionMethod compression = CompressionMethod::None;
+  ParallelSpec parallel;         // the scenario's layout (parallel:)
+  bool transformer = false;      // model.hidden and seq_len known: tensor/pipeline can apply
+  std::uint32_t gpus = 1;        // GPUs the scenario uses
   bool has_cost = false;         // the topology has `cost:`
   bool cost_is_quoted = false;   // `cost: {total: ...}`: a quote that does not scale with nodes
 };
 
-enum class AdviceKind { Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm };
+enum class AdviceKind {
+  Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm, Parallel
+};
 [[nodiscard]] std::string_view to_string(AdviceKind kind);  // "nodes", "fabric", ...
 
 struct AdviceVariant {
@@ -53,7 +58,10 @@ struct AdviceVariant {
 
 // The changes that need no search: the other fabrics and line rates (those faster than the
 // baseline's), one NIC per GPU, the other overlap policies, int8/fp8/int4 quantization, the
-// other strategy, the other algorithms. Only changes that make sense for the baseline: no
+// other strategy, the other algorithms, and under allreduce the other layouts: data modes
+// (ddp, zero1, zero2, fsdp, hsdp across servers), HSDP shard groups halved and doubled, tensor
+// 2/4/8 within a server and pipeline 2/4 for transformer presets (compression and parameter
+// servers only for plain DDP, the layouts they are modelled for). Only changes that make sense for the baseline: no
 // network variants on one server, no NIC variant when every GPU has one, and so on.
 [[nodiscard]] std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& baseline);
 
@@ -89,6 +97,9 @@ struct AdviceOutcome {
   std::optional<double> cost_per_sample;  // with `cost:` in the topology
   std::string verdict;                    // "compute-bound" / "communication-bound"
   std::string bottleneck;                 // busiest link, or empty
+  std::optional<bool> fits_in_memory;     // unset when the GPU's memory is unknown
+  double memory_per_gpu_bytes = 0.0;
+  double gpu_memory_bytes = 0.0;
   // exposed_comm_s / step_time_s (0 for an empty step).
   [[nodiscard]] double exposed_share() const;
   // Meets DESIGN.md §1's rule: exposed share at most kCommunicationBoundShare.

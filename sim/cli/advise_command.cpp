@@ -65,6 +65,12 @@ AdviceOutcome outcome_of(const nlohmann::json& j) {
   if (j.contains("cost_per_sample") && j["cost_per_sample"].is_number())
     o.cost_per_sample = j["cost_per_sample"].get<double>();
   o.verdict = j.value("verdict", "");
+  if (j.contains("fits_in_memory") && j["fits_in_memory"].is_boolean())
+    o.fits_in_memory = j["fits_in_memory"].get<bool>();
+  if (j.contains("memory_per_gpu_bytes") && j["memory_per_gpu_bytes"].is_object())
+    o.memory_per_gpu_bytes = j["memory_per_gpu_bytes"].value("total", 0.0);
+  if (j.contains("gpu_memory_bytes") && j["gpu_memory_bytes"].is_number())
+    o.gpu_memory_bytes = j["gpu_memory_bytes"].get<double>();
   if (j.contains("bottleneck") && j["bottleneck"].is_object())
     o.bottleneck = j["bottleneck"].value("link", "");
   return o;
@@ -152,6 +158,9 @@ AdviceBaseline baseline_of(const LoadedScenario& loaded) {
   b.overlap = sc.sync.overlap;
   b.accumulation = sc.training.accumulation;
   b.compression = sc.sync.compression.method;
+  b.parallel = sc.parallel;
+  b.transformer = sc.model.hidden > 0.0 && sc.model.seq_len > 0.0;
+  b.gpus = sc.gpus.value_or(static_cast<std::uint32_t>(loaded.topology.topology.gpu_count()));
   if (const auto& c = loaded.topology.cluster) {
     b.cluster_template = true;
     b.nodes = c->nodes;
@@ -240,7 +249,7 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
   if (!a.rule_met_already) {
     acc_ladder = accumulation_ladder(b);
     for (std::uint32_t k : acc_ladder) variants.push_back(accumulation_variant(b, k));
-    if (b.compression != CompressionMethod::TopK) {
+    if (b.compression != CompressionMethod::TopK && b.parallel.plain()) {
       topk = topk_ladder();
       for (double r : topk) variants.push_back(topk_variant(r));
     }
@@ -251,7 +260,12 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
 
   std::vector<RankedVariant> results;
   auto keep = [&](const AdviceVariant& v, const Trial& t) {
-    if (t.outcome) results.push_back({v, *t.outcome, 0.0});
+    if (t.outcome && t.outcome->fits_in_memory && !*t.outcome->fits_in_memory)
+      a.not_applicable.emplace_back(
+          v, fmt::format("does not fit in memory: {} per GPU needed, the GPU has {}",
+                         format_size(Bytes(t.outcome->memory_per_gpu_bytes)),
+                         format_size(Bytes(t.outcome->gpu_memory_bytes))));
+    else if (t.outcome) results.push_back({v, *t.outcome, 0.0});
     else a.not_applicable.emplace_back(v, t.error);
   };
   for (std::size_t i = 0; i < nodes_end; ++i) keep(variants[i], trials[i]);

@@ -20,6 +20,7 @@ std::string_view to_string(AdviceKind kind) {
     case AdviceKind::Overlap: return "overlap";
     case AdviceKind::Accumulation: return "accumulation";
     case AdviceKind::Compression: return "compression";
+    case AdviceKind::Parallel: return "parallel";
     case AdviceKind::Strategy: return "strategy";
     case AdviceKind::Algorithm: return "algorithm";
   }
@@ -66,6 +67,47 @@ std::string network_label(Fabric fabric, BytesPerSecond rate) {
 }
 
 std::string format_ratio(double r) { return fmt::format("{:g} %", r * 100.0); }
+
+// Layouts: other data modes, HSDP shard groups, tensor and pipeline degrees that divide the GPUs.
+void add_parallel_variants(const AdviceBaseline& b, std::vector<AdviceVariant>& out) {
+  const ParallelSpec& p = b.parallel;
+  auto add = [&](std::string change, std::string set) {
+    AdviceVariant v;
+    v.kind = AdviceKind::Parallel;
+    v.change = std::move(change);
+    v.sets = {std::move(set)};
+    out.push_back(std::move(v));
+  };
+  for (DataParallelism d : {DataParallelism::Ddp, DataParallelism::Zero1, DataParallelism::Zero2,
+                            DataParallelism::Fsdp, DataParallelism::Hsdp}) {
+    if (d == p.data || (d == DataParallelism::Fsdp && p.data == DataParallelism::Zero3)) continue;
+    if (d == DataParallelism::Hsdp && b.nodes < 2) continue;
+    // An explicit shard_group (hsdp only), prefetch or resharding key cannot be unset by --set.
+    if (p.data == DataParallelism::Hsdp && p.shard_group != 0) continue;
+    if (shards_parameters(p.data) && !shards_parameters(d)) continue;
+    add(fmt::format("data parallelism: {} → {}", to_string(p.data), to_string(d)),
+        fmt::format("parallel.data={}", to_string(d)));
+  }
+  if (p.data == DataParallelism::Hsdp && p.shard_group != 0)
+    for (std::uint32_t g : {p.shard_group / 2, p.shard_group * 2})
+      if (g >= 1 && g != p.shard_group)
+        add(fmt::format("HSDP shard group: {} → {} GPUs", p.shard_group, g),
+            fmt::format("parallel.shard_group={}", g));
+  if (!b.transformer) return;
+  for (std::uint32_t t : {1u, 2u, 4u, 8u}) {
+    if (t == p.tensor || static_cast<int>(t) > b.gpus_per_node) continue;
+    if (b.gpus % (t * p.pipeline) != 0) continue;
+    add(fmt::format("tensor parallel: {} → {} GPUs", p.tensor, t),
+        fmt::format("parallel.tensor={}", t));
+  }
+  for (std::uint32_t s : {1u, 2u, 4u}) {
+    if (s == p.pipeline || b.gpus % (p.tensor * s) != 0) continue;
+    if (s > 1 && p.schedule == PipelineSchedule::Interleaved && b.accumulation % s != 0) continue;
+    if (s == 1 && p.schedule == PipelineSchedule::Interleaved) continue;
+    add(fmt::format("pipeline stages: {} → {}", p.pipeline, s),
+        fmt::format("parallel.pipeline={}", s));
+  }
+}
 
 }  // namespace
 
@@ -115,7 +157,7 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
     out.push_back(std::move(v));
   }
 
-  if (b.compression == CompressionMethod::None) {
+  if (b.compression == CompressionMethod::None && b.parallel.plain()) {
     for (CompressionMethod m : {CompressionMethod::Fp8, CompressionMethod::Int8,
                                 CompressionMethod::Int4}) {
       AdviceVariant v;
@@ -126,7 +168,9 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
     }
   }
 
-  if (b.strategy == SyncStrategy::AllReduce) {
+  if (b.strategy == SyncStrategy::AllReduce) add_parallel_variants(b, out);
+
+  if (b.strategy == SyncStrategy::AllReduce && b.parallel.plain()) {
     // One parameter server per node, colocated: the PS layout that spreads the incast.
     const int servers = std::max(1, b.nodes);
     AdviceVariant v;
@@ -136,7 +180,7 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
     v.sets = {"sync.strategy=ps", fmt::format("sync.ps.servers={}", servers),
               "sync.ps.placement=colocated"};
     out.push_back(std::move(v));
-  } else {
+  } else if (b.strategy != SyncStrategy::AllReduce) {
     AdviceVariant v;
     v.kind = AdviceKind::Strategy;
     v.change = fmt::format("strategy: {} → allreduce", to_string(b.strategy));
