@@ -68,6 +68,13 @@ std::string network_label(Fabric fabric, BytesPerSecond rate) {
 
 std::string format_ratio(double r) { return fmt::format("{:g} %", r * 100.0); }
 
+// The data-parallel degree, hence the global batch, scales by the old model-parallel size over
+// the new one.
+std::string batch_change(const ParallelSpec& p, std::uint32_t tensor, std::uint32_t pipeline) {
+  const double factor = static_cast<double>(p.tensor * p.pipeline) / (tensor * pipeline);
+  return factor == 1.0 ? std::string() : fmt::format(" (global batch ×{:g})", factor);
+}
+
 // Layouts: other data modes, HSDP shard groups, tensor and pipeline degrees that divide the GPUs.
 void add_parallel_variants(const AdviceBaseline& b, std::vector<AdviceVariant>& out) {
   const ParallelSpec& p = b.parallel;
@@ -97,14 +104,14 @@ void add_parallel_variants(const AdviceBaseline& b, std::vector<AdviceVariant>& 
   for (std::uint32_t t : {1u, 2u, 4u, 8u}) {
     if (t == p.tensor || static_cast<int>(t) > b.gpus_per_node) continue;
     if (b.gpus % (t * p.pipeline) != 0) continue;
-    add(fmt::format("tensor parallel: {} → {} GPUs", p.tensor, t),
+    add(fmt::format("tensor parallel: {} → {} GPUs{}", p.tensor, t, batch_change(p, t, p.pipeline)),
         fmt::format("parallel.tensor={}", t));
   }
   for (std::uint32_t s : {1u, 2u, 4u}) {
     if (s == p.pipeline || b.gpus % (p.tensor * s) != 0) continue;
     if (s > 1 && p.schedule == PipelineSchedule::Interleaved && b.accumulation % s != 0) continue;
     if (s == 1 && p.schedule == PipelineSchedule::Interleaved) continue;
-    add(fmt::format("pipeline stages: {} → {}", p.pipeline, s),
+    add(fmt::format("pipeline stages: {} → {}{}", p.pipeline, s, batch_change(p, p.tensor, s)),
         fmt::format("parallel.pipeline={}", s));
   }
 }
