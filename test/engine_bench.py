@@ -120,9 +120,9 @@ def scale_table(gradsync, source, tmp, quick):
               f"~ flows^{fit_exponent([(f, w) for _, f, w in points]):.2f}")
     points = []
     for nodes in nodes_list:
-        wall, rss, out = measured([gradsync, "run", os.path.join(source, "scenarios", "default.yaml"),
+        wall, rss, out = measured([gradsync, "run", os.path.join(source, "scenarios", "llama-7b-4node-ib.yaml"),
                                    "--set", f"topology_overrides.nodes={nodes}", "--json"])
-        print(f"{'run default.yaml (7B, DDP)':<36} {nodes * 8:>6} {wall:>8.2f} {rss / 1e9:>7.2f} "
+        print(f"{'run llama-7b-4node-ib (7B, DDP)':<36} {nodes * 8:>6} {wall:>8.2f} {rss / 1e9:>7.2f} "
               f"{'':>8} {out['step_time_s']:>14.4f} s")
         points.append((nodes * 8, wall))
     print(f"  fit: wall ~ GPUs^{fit_exponent(points):.2f}")

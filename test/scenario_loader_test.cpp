@@ -140,7 +140,7 @@ TEST_CASE("shipped scenarios hold the numbers their comments cite") {
   CHECK(ar.scenario.model.layers.back().params == 2048);  // tied head: the final norm only
 }
 
-TEST_CASE("scenarios/default.yaml is the 7B scenario") {
+TEST_CASE("scenarios/default.yaml is the 7B scenario with ZeRO-1") {
   const Scenario d = load_shipped("default").scenario;
   const Scenario l = load_shipped("llama-7b-4node-ib").scenario;
   CHECK(d.name == "default");
@@ -159,6 +159,11 @@ TEST_CASE("scenarios/default.yaml is the 7B scenario") {
   CHECK(d.sync.bucket == l.sync.bucket);
   CHECK(d.sync.overlap == l.sync.overlap);
   CHECK(d.sync.algorithm == l.sync.algorithm);
+  // ... with ZeRO-1 instead of plain DDP replicas.
+  CHECK(l.parallel.plain());
+  CHECK(d.parallel.data == DataParallelism::Zero1);
+  CHECK(d.parallel.tensor == 1);
+  CHECK(d.parallel.pipeline == 1);
 }
 
 TEST_CASE("--set edits the scenario and the topology before they are read") {

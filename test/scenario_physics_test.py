@@ -85,7 +85,7 @@ for res in (r, b, pair, dense):
 #    from ~1.2 MB), and the collective time against a forced ring follows what `bench` gives
 #    the two algorithms at the scenario's mean bucket within 10 % (the step replays the same
 #    collectives; NVLS's chunks shrink below 1 GiB, so the ratio is below its 480/370 plateau).
-one = ("default.yaml", "topology_overrides.nodes=1", "sync.overlap=none")
+one = ("llama-7b-4node-ib.yaml", "topology_overrides.nodes=1", "sync.overlap=none")
 auto = run(*one)
 ring = run(*one, "sync.algorithm=ring")
 check("one DGX H100: auto picks nvls for every bucket", list(auto["algorithms"]) == ["nvls"],
@@ -106,7 +106,7 @@ check(f"ring / nvls communication time near bench's ratio at the mean bucket ({b
       abs(ratio / expected - 1) < 0.10, f"{ratio:.3f} vs {expected:.3f}")
 # Across servers NVLS is not modelled (no NVLSTree): auto stays off it, the one-server
 # reference may use it.
-multi = run("default.yaml")
+multi = run("llama-7b-4node-ib.yaml")
 check("4 DGX H100: no nvls across servers", "nvls" not in multi["algorithms"], str(multi["algorithms"]))
 
 print(f"{passed} passed, {failed} failed")
