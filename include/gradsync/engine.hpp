@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -140,6 +141,12 @@ struct RunProgress {
   bool routing = false;    // Simulation::build: `done` of `total` connections routed
 };
 
+// One plan of Simulation::run_together, on these devices (both outlive the call).
+struct PlanRun {
+  const Plan* plan = nullptr;
+  const std::vector<DeviceId>* devices = nullptr;
+};
+
 class Simulation {
  public:
   // `simgrid_args` are SimGrid options such as "--cfg=contexts/factory:thread".
@@ -154,6 +161,11 @@ class Simulation {
   // Runs one plan to completion (plans run one after another on the same platform).
   PlanTiming run_plan(const Plan& plan, const std::vector<DeviceId>& rank_devices,
                       Fidelity fidelity = Fidelity::Auto);
+  // Several plans started at one instant over the same links, at flow fidelity (no exact
+  // reductions: their flows start at different instants), each running its phases one after
+  // another as its own flows finish; returns each plan's time from the start to its last
+  // arrival. A pair two plans send between at the start pays the larger of their latencies.
+  [[nodiscard]] std::vector<Seconds> run_together(std::span<const PlanRun> runs);
   // Flow fidelity's exact reductions (on by default): components of a phase that are the same
   // max-min system are simulated once, and a pair's flows of one size are merged where every
   // pair of the component carries as many (sim/engine/flow_symmetry.hpp). Off: every flow is

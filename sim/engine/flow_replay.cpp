@@ -40,8 +40,8 @@ const detail::FlowShape& Simulation::Impl::flow_shape(DeviceId src, DeviceId dst
   return shape;
 }
 
-void Simulation::Impl::run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices) {
-  flow_mode = true;
+std::vector<Simulation::Impl::FlowBatch> Simulation::Impl::flow_batches(
+    const Plan& p, const std::vector<DeviceId>& rank_devices) {
   std::vector<FlowPhase> summed;
   if (!p.flows_only) summed = flow_phases_of(p);
   const std::vector<FlowPhase>& phases = p.flows_only ? p.flow_phases : summed;
@@ -85,10 +85,11 @@ void Simulation::Impl::run_flows(const Plan& p, const std::vector<DeviceId>& ran
                             ? inter_latency : intra_latency;
         slot = std::max(slot, route->latency);
       }
+  std::vector<FlowBatch> out(phases.size());
   for (std::size_t k = 0; k < phases.size(); ++k) {
     const FlowPhase& phase = phases[k];
     const PhaseFlows& pf = phase_flows[k];
-    latency_multiplier.clear();
+    FlowBatch& batch = out[k];
     const double steps = std::max<std::uint32_t>(phase.steps, 1);
     const Seconds collective_latency =
         nccl_run_cost && k == 0
@@ -99,14 +100,22 @@ void Simulation::Impl::run_flows(const Plan& p, const std::vector<DeviceId>& ran
       const double fill_s =
           route != nullptr && route->bottleneck.bytes_per_second() > 0.0
               ? phase.fill.bytes() / route->bottleneck.bytes_per_second() : 0.0;
-      latency_multiplier[pair_key(pair.first, pair.second)] =
+      batch.latency[pair_key(pair.first, pair.second)] =
           nccl_run_cost ? FlowLatency{0.0, collective_latency.seconds() + fill_s}
                         : FlowLatency{steps, fill_s};
     }
-    std::vector<detail::DeviceFlow> flows;
-    flows.reserve(pf.flows.size());
+    batch.flows.reserve(pf.flows.size());
     for (const auto& [key, b] : pf.flows)
-      flows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), b});
+      batch.flows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), b});
+  }
+  return out;
+}
+
+void Simulation::Impl::run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices) {
+  flow_mode = true;
+  for (FlowBatch& batch : flow_batches(p, rank_devices)) {
+    latency_multiplier = std::move(batch.latency);
+    std::vector<detail::DeviceFlow> flows = std::move(batch.flows);
     // Exact reductions (flow_symmetry.hpp), where a flow's start does not depend on the
     // others started with it.
     if (symmetry && roce_tier == RoceTier::None && !tcp_incast && !rtt_biased) {

@@ -106,27 +106,11 @@ void Simulation::Impl::expand_link_bytes() {
   pair_bytes.clear();
 }
 
-PlanTiming Simulation::Impl::run(const Plan& p, const std::vector<DeviceId>& rank_devices,
-                                 Fidelity requested) {
-  if (!built) build(device_pairs(p, rank_devices));
-  if (rank_devices.size() < p.ranks)
-    throw std::logic_error("Simulation::run_plan: fewer devices than ranks");
-  plan = &p;
-  ranks = &rank_devices;
-  started = 0;
-  pair_bytes.clear();
-  const double t0 = sg4::Engine::get_clock();
-  last_arrival = t0;
-  run_t0 = t0;
-  run_started = progress_shown = std::chrono::steady_clock::now();
-  progress_shown -= progress_every;
-  completions = 0;
-  run_total = plan_transfer_count(p);
-  const Fidelity fidelity = resolve_fidelity(requested, p);
-  nccl_run_cost.reset();
-  nccl_intra_route_latency = nccl_inter_route_latency = Seconds(0.0);
-  std::optional<NcclProtocol> protocol;
-  std::uint32_t nccl_channels = 0;
+std::optional<NcclStepCost> Simulation::Impl::nccl_setup(const Plan& p,
+                                                        const std::vector<DeviceId>& rank_devices,
+                                                        std::optional<NcclProtocol>& protocol,
+                                                        std::uint32_t& nccl_channels) const {
+  std::optional<NcclStepCost> cost;
   if (nccl && p.ranks > 1) {
     // NCCL's view of the plan's GPUs (the contributors; NVLS plans add switch ranks after
     // them): its graph channels and ring bandwidth set the protocol caps, as in NCCL.
@@ -149,14 +133,47 @@ PlanTiming Simulation::Impl::run(const Plan& p, const std::vector<DeviceId>& ran
       const NcclTuning tuned = nccl_tune(view, p.op, p.total_bytes, {p.algorithm});
       nccl_channels = tuned.channels;
       options.run_channels = nccl_channels;
-      nccl_run_cost = nccl_cost(p.algorithm, tuned.protocol, p.op, gpus, node_count, view.intra,
-                                p.total_bytes, nccl_bus_bandwidth(view, p.algorithm), options);
+      cost = nccl_cost(p.algorithm, tuned.protocol, p.op, gpus, node_count, view.intra,
+                       p.total_bytes, nccl_bus_bandwidth(view, p.algorithm), options);
     } else {
-      nccl_run_cost = nccl_cost(p.algorithm, p.op, gpus, node_count, view.intra, p.total_bytes,
-                                nccl_bus_bandwidth(view, p.algorithm), options);
+      cost = nccl_cost(p.algorithm, p.op, gpus, node_count, view.intra, p.total_bytes,
+                       nccl_bus_bandwidth(view, p.algorithm), options);
     }
-    protocol = nccl_run_cost->protocol;
+    protocol = cost->protocol;
   }
+  return cost;
+}
+
+void Simulation::Impl::retire_canceled() {
+  if (canceled.empty()) return;
+  // Suspended, they would never finish: cancel them and let the engine retire their actions
+  // (their completion callbacks find nothing in flight) before they are freed.
+  for (const sg4::CommPtr& c : canceled) c->cancel();
+  engine->run();
+  canceled.clear();
+}
+
+PlanTiming Simulation::Impl::run(const Plan& p, const std::vector<DeviceId>& rank_devices,
+                                 Fidelity requested) {
+  if (!built) build(device_pairs(p, rank_devices));
+  if (rank_devices.size() < p.ranks)
+    throw std::logic_error("Simulation::run_plan: fewer devices than ranks");
+  plan = &p;
+  ranks = &rank_devices;
+  started = 0;
+  pair_bytes.clear();
+  const double t0 = sg4::Engine::get_clock();
+  last_arrival = t0;
+  run_t0 = t0;
+  run_started = progress_shown = std::chrono::steady_clock::now();
+  progress_shown -= progress_every;
+  completions = 0;
+  run_total = plan_transfer_count(p);
+  const Fidelity fidelity = resolve_fidelity(requested, p);
+  nccl_intra_route_latency = nccl_inter_route_latency = Seconds(0.0);
+  std::optional<NcclProtocol> protocol;
+  std::uint32_t nccl_channels = 0;
+  nccl_run_cost = nccl_setup(p, rank_devices, protocol, nccl_channels);
   if (fidelity == Fidelity::Flow)
     run_flows(p, rank_devices);
   else
@@ -169,13 +186,7 @@ PlanTiming Simulation::Impl::run(const Plan& p, const std::vector<DeviceId>& ran
   nccl_run_cost.reset();
   if (!in_flight.empty() || !ready.empty())
     throw std::logic_error("Simulation::run_plan: transfers left unfinished");
-  if (!canceled.empty()) {
-    // Suspended, they would never finish: cancel them and let the engine retire their
-    // actions (their completion callbacks find nothing in flight) before they are freed.
-    for (const sg4::CommPtr& c : canceled) c->cancel();
-    engine->run();
-    canceled.clear();
-  }
+  retire_canceled();
   plan = nullptr;
   ranks = nullptr;
   expand_link_bytes();

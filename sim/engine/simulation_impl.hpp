@@ -306,6 +306,39 @@ struct Simulation::Impl {
   // One flow per rank pair and phase, carrying the phase's bytes between them; phases run
   // one after another (barriers), each flow paying the phase's step latencies and fill.
   void run_flows(const Plan& p, const std::vector<DeviceId>& rank_devices);
+
+  // One barrier-separated phase of a plan at flow fidelity: its flows between devices, and
+  // the latency each device pair pays (NCCL's collective latency in the first phase).
+  struct FlowBatch {
+    std::vector<detail::DeviceFlow> flows;
+    std::unordered_map<std::uint64_t, FlowLatency> latency;
+  };
+  // The phases of `p` on these devices, under the NCCL cost in nccl_run_cost.
+  std::vector<FlowBatch> flow_batches(const Plan& p, const std::vector<DeviceId>& rank_devices);
+
+  // NCCL's cost of running `p` on these devices (protocol, channels), empty without the model.
+  std::optional<NcclStepCost> nccl_setup(const Plan& p, const std::vector<DeviceId>& rank_devices,
+                                         std::optional<NcclProtocol>& protocol,
+                                         std::uint32_t& nccl_channels) const;
+  // Cancels the Comms that restarts left suspended, once a run is over.
+  void retire_canceled();
+
+  // Plans run together (concurrent_replay.cpp): per plan its phases, the next one to start,
+  // the flow parts of the current one still in flight (InFlight::id is the plan's index),
+  // its NCCL cost and when its last phase so far ended. Non-empty only inside run_together.
+  struct TogetherRun {
+    std::vector<FlowBatch> batches;
+    std::size_t next = 0;
+    std::size_t left = 0;
+    std::optional<NcclStepCost> cost;
+    double end = 0.0;
+  };
+  std::vector<TogetherRun> together;
+  std::vector<Seconds> run_together(std::span<const PlanRun> runs);
+  // Starts plan i's next phase (merge_latency: other plans start at this instant too).
+  void start_together_batch(std::size_t i, bool merge_latency);
+  // Plan i's phase has ended: the next one starts, if any.
+  void finish_together_batch(std::size_t i);
 };
 
 }  // namespace gradsync

@@ -30,7 +30,8 @@ void Simulation::Impl::launch(DeviceId src, DeviceId dst, double wire, TransferI
   const std::size_t parts =
       route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
   if (parts > 1) {
-    if (flow_mode) flows_left += parts - 1;
+    if (!together.empty()) together[id].left += parts - 1;
+    else if (flow_mode) flows_left += parts - 1;
     else parts_left[id] = static_cast<std::uint32_t>(parts);
   }
   for (std::size_t q = 0; q < parts; ++q) {
@@ -116,7 +117,12 @@ void Simulation::Impl::on_complete(const sg4::Activity& activity) {
   if (flow_mode) {
     note_completion();  // every flow part (run_total counts them)
     last_arrival = std::max(last_arrival, sg4::Engine::get_clock());
-    --flows_left;
+    if (together.empty()) {
+      --flows_left;
+    } else if (--together[id].left == 0) {
+      finish_together_batch(id);
+      flush_deferred();
+    }
     return;
   }
   if (const auto parts = parts_left.find(id); parts != parts_left.end()) {
