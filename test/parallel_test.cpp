@@ -1,7 +1,8 @@
 // Sharded and tensor × pipeline layouts, pure (parallel_layout.hpp, memory_model.hpp,
 // parallel_step.hpp): rank groups, memory against the ZeRO paper's Table 1, the bytes each data
 // mode moves, the 1F1B bubble formula, and plain DDP through the parallel composer equal to
-// compose_step(). Collective durations come from closed-form timers, not the engine.
+// compose_step(), collectives that overlap slowed at the rates simulated together. Collective
+// durations come from closed-form timers, not the engine.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -284,4 +285,58 @@ TEST_CASE("fsdp: prefetch hides all-gathers; without it every unit waits for its
   const double gather = 7.0 / 8 * 4e6 / 7e9;
   CHECK(none.dp.exposed.seconds() > pre.dp.exposed.seconds() + 16 * gather);
   CHECK(pre.dp.exposed.seconds() < 4 * gather + 2 * gather);  // first gather + the tail RS
+}
+
+TEST_CASE("contention: collectives that overlap share links at the rates simulated together") {
+  ModelSpec m = blocks(8, 1e6);
+  m.hidden = 1024;
+  m.seq_len = 1024;
+  const ComputeSpec c = compute_of(m);
+  SyncSpec sync;
+  sync.bucket = Bytes(1.0);  // a bucket per layer: DP starts after the first backward layer
+  sync.first_bucket = Bytes(1.0);
+  ParallelSpec tp;
+  tp.tensor = 2;
+  const ParallelLayout l = make_layout(8, tp, 4);
+  const CommTimer ring = ring_timer(l, 1e11);
+  // DP buckets far longer than the step's compute: one covers every later backward layer.
+  const CommTimer timer = [&](const CommRequest& r) {
+    return r.group == CommGroup::Data ? Seconds(1000.0) : ring(r);
+  };
+  const Seconds a = ring({CommKind::Tp, CommGroup::Tensor, 0, CollectiveOp::AllReduce,
+                          Bytes(1024.0 * 1024 * 2)});
+  // Two collectives on one link, fair share: each loses min(x, y) while both run (r = 1/2).
+  const PairTimer fair = [&](const CommRequest& x, const CommRequest& y) {
+    const Seconds tx = timer(x), ty = timer(y);
+    const Seconds both = std::min(tx, ty);
+    return std::make_pair(tx + both, ty + both);
+  };
+  const PairTimer apart = [&](const CommRequest& x, const CommRequest& y) {
+    return std::make_pair(timer(x), timer(y));
+  };
+  const ParallelStep alone = compose_parallel_step(m, c, sync, tp, l, 1, timer);
+  CHECK(alone.tp.time.seconds() == doctest::Approx(32 * a.seconds()));
+  CHECK(alone.tp.contention.seconds() == 0.0);
+
+  // Links not shared: the same step.
+  const ParallelStep disjoint = compose_parallel_step(m, c, sync, tp, l, 1, timer, apart);
+  CHECK(disjoint.timeline.step_time.seconds() == doctest::Approx(alone.timeline.step_time.seconds()));
+  CHECK(disjoint.tp.contention.seconds() == doctest::Approx(0.0));
+
+  // Shared: forward (16 all-reduces) and the first backward layer (2) run alone; the 7 later
+  // layers' 14 all-reduces run under the DP bucket at half rate.
+  const ParallelStep shared = compose_parallel_step(m, c, sync, tp, l, 1, timer, fair);
+  CHECK(shared.tp.time.seconds() == doctest::Approx((16 + 2 + 2 * 14) * a.seconds()));
+  CHECK(shared.tp.contention.seconds() == doctest::Approx(14 * a.seconds()));
+  CHECK(shared.tp.collectives == 32);
+  CHECK(shared.dp.contention.seconds() > 0.0);  // the bucket loses what TP takes
+  CHECK(shared.timeline.step_time > alone.timeline.step_time);
+
+  // Buckets after the whole backward (overlap: none): nothing overlaps, nothing shared.
+  SyncSpec serial = sync;
+  serial.overlap = Overlap::None;
+  const ParallelStep after = compose_parallel_step(m, c, serial, tp, l, 1, timer, fair);
+  CHECK(after.tp.contention.seconds() == 0.0);
+  CHECK(after.dp.contention.seconds() == 0.0);
+  CHECK(after.tp.time.seconds() == doctest::Approx(32 * a.seconds()));
 }

@@ -109,5 +109,30 @@ check(f"ring / nvls communication time near bench's ratio at the mean bucket ({b
 multi = run("llama-7b-4node-ib.yaml")
 check("4 DGX H100: no nvls across servers", "nvls" not in multi["algorithms"], str(multi["algorithms"]))
 
+# 9. Parallel layouts share the network. The 70B 3D scenario moved to two PCIe servers with
+#    one 10 GbE NIC each (DDP, tensor inside a server, a small model):
+small = ["topology=../topologies/pcie-4gpu-2node-10gbe.yaml", "topology_overrides.nodes=2",
+         "parallel.data=ddp", "parallel.pipeline=1", "sync.algorithm=ring",
+         "compute.forward=100ms", "compute.backward=200ms", "model.params=1e9",
+         "model.layers=16", "model.hidden=2048", "model.seq_len=2048", "training.accumulation=1"]
+llama70 = "llama-70b-3d-64node-ib.yaml"
+#    a. tensor 4: the 4 data-parallel groups (one per tensor rank) run at once through the one
+#       NIC, so their collectives take 4x as long as with a NIC per GPU.
+one_nic = run(llama70, *small, "parallel.tensor=4", "topology_overrides.node.nics=1")
+four_nics = run(llama70, *small, "parallel.tensor=4", "topology_overrides.node.nics=4")
+ratio = one_nic["comm_by_kind"]["dp"]["time_s"] / four_nics["comm_by_kind"]["dp"]["time_s"]
+check("4 concurrent DP groups through one NIC take ~4x as long as through 4", abs(ratio / 4 - 1) < 0.05,
+      f"{ratio:.3f}")
+#    b. tensor 2: the tensor all-reduces of the backward share the GPUs' PCIe links with the
+#       DP buckets running at the same time, so they take longer than alone; on DGX H100 they
+#       run on NVLink and the DP traffic on the NICs, so nothing is shared.
+pcie = run(llama70, *small, "parallel.tensor=2")["comm_by_kind"]["tp"]
+check("PCIe: TP all-reduces slowed by the DP buckets they overlap",
+      0.01 * pcie["time_s"] < pcie["contention_s"] < pcie["time_s"],
+      f"+{pcie['contention_s'] * 1e3:.2f} ms of {pcie['time_s'] * 1e3:.2f} ms")
+dgx = run(llama70)["comm_by_kind"]
+check("DGX H100: NVLink TP and NIC DP share no link", abs(dgx["tp"]["contention_s"]) < 1e-9,
+      f"TP +{dgx['tp']['contention_s']:.3g} s, DP +{dgx['dp']['contention_s']:.3g} s")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)

@@ -21,6 +21,18 @@
 //             back after each backward chunk, S/tensor per tensor rank (Narayanan et al. 2021
 //             §4.1 scatter/gather).
 // A task starts when its stream is free and its dependencies have ended.
+//
+// Collectives of different requests that overlap in time (a stage's tensor-parallel
+// all-reduces inside its compute with its data-parallel reduce-scatters; pipeline sends with
+// the data-parallel traffic of the stages they connect) share links. With a PairTimer, each
+// overlapping pair is simulated together once; from its durations together (a', b') and
+// alone (a, b), over the time o = min(a', b') both run, X progresses at the rate
+// r = 1 − (x' − x)/o of its rate alone. A task whose collective runs over its interval (a
+// compute task's tensor-parallel part spread over it) overlapped for o_w of that interval by
+// another communicating a fraction dY of its own: a share f = Σ (1 − r)·(o_w/interval)·dY of
+// its collective time is lost, so it takes alone/(1 − f). The step is rescheduled with the
+// longer tasks until no task changes by 1 ns (at most kContentionRounds times): contention
+// moves tasks, which changes what overlaps.
 #pragma once
 
 #include <cstdint>
@@ -59,12 +71,17 @@ struct CommRequest {
   [[nodiscard]] std::uint32_t group_ranks(const ParallelLayout& layout) const;
 };
 using CommTimer = std::function<Seconds(const CommRequest&)>;
+// The durations of two collectives started at one instant over the network they share (each
+// from the start to its own end; see Simulation::run_together).
+using PairTimer =
+    std::function<std::pair<Seconds, Seconds>(const CommRequest&, const CommRequest&)>;
 
 struct CommKindStats {
   Bytes bytes_per_gpu{0.0};  // sent per GPU over the step: busbw factor × S per collective
   Seconds time{0.0};         // Σ durations on the critical stage
   Seconds exposed{0.0};      // compute waiting on this kind (the critical stage)
   std::uint32_t collectives = 0;
+  Seconds contention{0.0};   // of `time`: added by collectives of other requests at once
 };
 
 struct ParallelStep {
@@ -90,6 +107,7 @@ struct ParallelStep {
                                                  const SyncSpec& sync, const ParallelSpec& parallel,
                                                  const ParallelLayout& layout,
                                                  std::uint32_t accumulation,
-                                                 const CommTimer& timer);
+                                                 const CommTimer& timer,
+                                                 const PairTimer& together = {});
 
 }  // namespace gradsync

@@ -110,6 +110,7 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
     return nlohmann::ordered_json{{"bytes_per_gpu", k.bytes_per_gpu.bytes()},
                                   {"time_s", k.time.seconds()},
                                   {"exposed_s", k.exposed.seconds()},
+                                  {"contention_s", k.contention.seconds()},
                                   {"collectives", k.collectives}};
   };
   out["comm_by_kind"] = {{"dp", kind(r.comm_dp)}, {"tp", kind(r.comm_tp)}, {"pp", kind(r.comm_pp)}};
@@ -215,9 +216,13 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   if (!plain) {
     auto kind_row = [&](const char* label, const CommKindStats& k) {
       if (k.collectives == 0) return;
+      const std::string shared =
+          k.contention.seconds() > 1e-3 * k.time.seconds()
+              ? fmt::format(" (+{} sharing links with other traffic)", format_time(k.contention))
+              : "";
       row(label, k.exposed,
-          fmt::format("exposed of {} in {} collectives, {} sent per GPU", format_time(k.time),
-                      k.collectives, format_size(k.bytes_per_gpu)));
+          fmt::format("exposed of {}{} in {} collectives, {} sent per GPU", format_time(k.time),
+                      shared, k.collectives, format_size(k.bytes_per_gpu)));
     };
     kind_row("  data parallel", r.comm_dp);
     kind_row("  tensor parallel", r.comm_tp);

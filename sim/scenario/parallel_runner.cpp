@@ -129,6 +129,21 @@ class GroupTimer {
     return timings_.emplace(key, std::move(*best)).first->second.first.time;
   }
 
+  // Durations of `a` and `b` started together, each with the algorithm it runs alone (time()
+  // first), over every group of both.
+  std::pair<Seconds, Seconds> together(Simulation& sim, const CommRequest& a, const CommRequest& b) {
+    (void)time(sim, a);
+    (void)time(sim, b);
+    const Prepared pa = prepare(a), pb = prepare(b);
+    const Plan plan_a = plan(pa, timings_.at(key_of(a)).second, a.bytes, Fidelity::Flow);
+    const Plan plan_b = plan(pb, timings_.at(key_of(b)).second, b.bytes, Fidelity::Flow);
+    const std::vector<PlanRun> runs{{&plan_a, &pa.all}, {&plan_b, &pb.all}};
+    const std::vector<Seconds> t = sim.run_together(runs);
+    ++pairs_run_;
+    return {t[0], t[1]};
+  }
+  [[nodiscard]] std::size_t pairs_run() const { return pairs_run_; }
+
   [[nodiscard]] const std::pair<PlanTiming, Algorithm>* timing(const CommRequest& r) const {
     const auto it = timings_.find(key_of(r));
     return it == timings_.end() ? nullptr : &it->second;
@@ -141,6 +156,7 @@ class GroupTimer {
   const ParallelLayout& layout_;
   Fidelity fidelity_;
   std::map<Key, std::pair<PlanTiming, Algorithm>> timings_;
+  std::size_t pairs_run_ = 0;
 };
 
 }  // namespace
@@ -150,10 +166,10 @@ ParallelRun simulate_parallel_step(const LoadedScenario& loaded,
                                    const ParallelLayout& layout, const RunOptions& options) {
   const Scenario& sc = loaded.scenario;
   const Topology& topo = loaded.topology.topology;
-  auto compose = [&](const CommTimer& timer) {
+  auto compose = [&](const CommTimer& timer, const PairTimer& together) {
     try {
       return compose_parallel_step(sc.model, sc.compute, sc.sync, sc.parallel, layout,
-                                   sc.training.accumulation, timer);
+                                   sc.training.accumulation, timer, together);
     } catch (const std::invalid_argument& e) {
       throw ConfigError(SourceMark{sc.file.string(), 0, 0}, e.what());
     }
@@ -168,13 +184,17 @@ ParallelRun simulate_parallel_step(const LoadedScenario& loaded,
     if (seen.insert({std::get<0>(k), std::get<1>(k), std::get<2>(k), 0.0}).second)
       timer.add_pairs(r, pairs);
     return Seconds(1e-6);
-  });
+  }, {});
   Simulation sim(topo, options.simgrid_args);
   if (options.progress) sim.set_progress(options.progress);
   sim.build(pairs);
 
   ParallelRun run;
-  run.step = compose([&](const CommRequest& r) { return timer.time(sim, r); });
+  run.step = compose([&](const CommRequest& r) { return timer.time(sim, r); },
+                     [&](const CommRequest& a, const CommRequest& b) {
+                       return timer.together(sim, a, b);
+                     });
+  run.pairs_simulated = timer.pairs_run();
   run.bytes_a_to_b.assign(topo.links().size(), 0.0);
   run.bytes_b_to_a.assign(topo.links().size(), 0.0);
   std::set<std::string> names;

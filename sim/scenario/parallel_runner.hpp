@@ -1,6 +1,7 @@
 // The scenario runner's part for sharded and tensor × pipeline layouts: simulates every
 // collective a parallel step asks for (parallel_step.hpp) on the platform, all concurrent groups
-// of one kind at once (replicate_plan), and composes the step. Internal to the runner.
+// of one kind at once (replicate_plan), every pair of collectives whose tasks overlap together
+// (Simulation::run_together), and composes the step. Internal to the runner.
 #pragma once
 
 #include <string>
@@ -19,6 +20,7 @@ struct ParallelRun {
   // Payload over one step per topology link and direction (as PlanTiming's).
   std::vector<double> bytes_a_to_b, bytes_b_to_a;
   std::vector<std::string> algorithms;  // the algorithm of each distinct collective that ran
+  std::size_t pairs_simulated = 0;      // pairs of collectives simulated together
 };
 
 // `devices`: rank → GPU, the layout's ranks in order.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -45,6 +46,9 @@ struct Task {
   bool on_compute = true;  // a compute-stream task (layer or optimizer)
   Seconds work{0.0};       // compute (compute stream) or the collective (comm / p2p)
   Seconds tp{0.0};         // inline tensor-parallel all-reduces (compute stream)
+  std::uint32_t tp_collectives = 0;
+  std::size_t request = std::numeric_limits<std::size_t>::max();  // its collective's, if any
+  Seconds alone{0.0};      // the collective's part (work or tp) without contention
   CommKind kind = CommKind::Dp;
   ComputePhase phase = ComputePhase::Forward;
   std::uint32_t micro_batch = 0;
@@ -62,6 +66,7 @@ class TaskGraph {
     return tasks_.size() - 1;
   }
   Task& at(std::size_t id) { return tasks_[id]; }
+  [[nodiscard]] std::size_t size() const { return tasks_.size(); }
   [[nodiscard]] const Task& at(std::size_t id) const { return tasks_[id]; }
   [[nodiscard]] const std::vector<std::size_t>& stream(std::size_t s) const { return streams_[s]; }
   void depend(std::size_t id, std::size_t on) {
@@ -145,6 +150,56 @@ std::vector<Item> stage_schedule(const ParallelSpec& spec, std::uint32_t s, std:
   return out;
 }
 
+constexpr int kContentionRounds = 8;
+constexpr double kMostContended = 0.99;  // at most 100× slower than alone
+
+// Stretches the tasks of `g` whose collectives overlap others' (parallel_step.hpp) and
+// reschedules until the step settles. `rate(x, y)`: request x's rate while y runs, of alone.
+void add_contention(TaskGraph& g, const std::function<double(std::size_t, std::size_t)>& rate) {
+  struct Activity {
+    double start, end, density;
+    std::size_t task, request;
+  };
+  std::vector<Activity> acts;
+  std::vector<double> contended;  // per task: Σ (1 − r)·(o / its interval)·dY
+  for (int round = 0; round < kContentionRounds; ++round) {
+    acts.clear();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Task& t = g.at(i);
+      if (t.request == kNone || !(t.alone.seconds() > 0.0) || !(t.end > t.start)) continue;
+      const double density = t.on_compute ? t.tp.seconds() / (t.end - t.start) : 1.0;
+      acts.push_back({t.start, t.end, std::min(density, 1.0), i, t.request});
+    }
+    std::sort(acts.begin(), acts.end(),
+              [](const Activity& a, const Activity& b) { return a.start < b.start; });
+    contended.assign(g.size(), 0.0);
+    std::vector<const Activity*> active;
+    for (const Activity& a : acts) {
+      std::erase_if(active, [&](const Activity* b) { return b->end <= a.start; });
+      for (const Activity* b : active) {
+        if (b->request == a.request) continue;
+        const double o = std::min(a.end, b->end) - a.start;
+        if (!(o > 0.0)) continue;
+        contended[a.task] += (1.0 - rate(a.request, b->request)) * o / (a.end - a.start) * b->density;
+        contended[b->task] += (1.0 - rate(b->request, a.request)) * o / (b->end - b->start) * a.density;
+      }
+      active.push_back(&a);
+    }
+    double change = 0.0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      Task& t = g.at(i);
+      if (t.request == kNone) continue;
+      Seconds& part = t.on_compute ? t.tp : t.work;
+      // The task's collective time c = alone + contended·c where the overlaps stay as they are.
+      const Seconds next = t.alone / (1.0 - std::min(contended[i], kMostContended));
+      change = std::max(change, std::abs((next - part).seconds()));
+      part = next;
+    }
+    if (change < 1e-9) return;
+    g.schedule();
+  }
+}
+
 double busbw_bytes(const CommRequest& r, const ParallelLayout& layout) {
   const std::uint32_t n = r.group_ranks(layout);
   if (r.group == CommGroup::NextStage || r.group == CommGroup::PrevStage) return r.bytes.bytes();
@@ -156,7 +211,7 @@ double busbw_bytes(const CommRequest& r, const ParallelLayout& layout) {
 ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& compute,
                                    const SyncSpec& sync, const ParallelSpec& par,
                                    const ParallelLayout& layout, std::uint32_t accumulation,
-                                   const CommTimer& timer) {
+                                   const CommTimer& timer, const PairTimer& together) {
   const std::uint32_t p = par.pipeline;
   const std::uint32_t m = accumulation;
   const std::uint32_t v = par.schedule == PipelineSchedule::Interleaved ? par.virtual_stages : 1;
@@ -195,6 +250,13 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
     if (it == cache.end()) it = cache.emplace(key, timer(r)).first;
     return it->second;
   };
+  std::vector<CommRequest> requests;  // every distinct request, by its index in tasks
+  std::map<Key, std::size_t> request_ids;
+  auto request_id = [&](const CommRequest& r) {
+    const auto [it, fresh] = request_ids.try_emplace(request_key(r), requests.size());
+    if (fresh) requests.push_back(r);
+    return it->second;
+  };
 
   TaskGraph g(3 * p);
   // Per stage and per (chunk, mb, forward): the item's first and last compute task.
@@ -230,6 +292,9 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         if (block && tensor_parallel) {
           const std::uint32_t n = it.forward || !par.activation_checkpointing ? 2 : 4;
           task.tp = tp_ar[s] * static_cast<double>(n);
+          task.alone = task.tp;
+          task.tp_collectives = n;
+          task.request = request_id(tp_request);
           uses[request_key(tp_request)].second += n;
         }
         const std::size_t id = g.add(std::move(task));
@@ -249,6 +314,8 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
     task.on_compute = false;
     task.kind = r.kind;
     task.work = time_of(r);
+    task.alone = task.work;
+    task.request = request_id(r);
     ++uses[request_key(r)].second;
     CommKindStats& st = stage_stats[s][static_cast<int>(r.kind)];
     st.bytes_per_gpu += Bytes(busbw_bytes(r, layout));
@@ -384,6 +451,23 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
   }
 
   g.schedule();
+  if (together) {
+    // Rates while two requests overlap, from one simulation of both (parallel_step.hpp).
+    std::map<std::pair<std::size_t, std::size_t>, double> rates;
+    add_contention(g, [&](std::size_t x, std::size_t y) {
+      const auto found = rates.find({x, y});
+      if (found != rates.end()) return found->second;
+      const auto [tx, ty] = together(requests[x], requests[y]);
+      const double ax = time_of(requests[x]).seconds(), ay = time_of(requests[y]).seconds();
+      const double o = std::min(tx.seconds(), ty.seconds());
+      auto r = [o](double alone, double shared) {
+        return o > 0.0 ? std::clamp(1.0 - (shared - alone) / o, 0.01, 1.0) : 1.0;
+      };
+      rates[{x, y}] = r(ax, tx.seconds());
+      rates[{y, x}] = r(ay, ty.seconds());
+      return rates[{x, y}];
+    });
+  }
 
   // The critical stage: the one that ends last.
   double step = 0.0;
@@ -414,6 +498,8 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
       }
     }
     out.tp.time += task.tp;
+    out.tp.contention += task.tp - task.alone;
+    out.tp.collectives += task.tp_collectives;
     out.compute_per_gpu += task.work;
     if (!tl.compute.empty() && tl.compute.back().phase == task.phase &&
         tl.compute.back().micro_batch == task.micro_batch &&
@@ -430,15 +516,14 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
   // ZeRO-1/2's all-gathers after the optimizer hold the next step back.
   out.dp.exposed += Seconds(std::max(0.0, step - g.at(optimizer[cs]).end));
   for (std::uint32_t k = 1; k <= 2; ++k)
-    for (std::size_t id : g.stream(3 * cs + k))
-      (k == 1 ? out.dp : out.pp).time += g.at(id).work;
-  if (out.tp.collectives == 0 && out.tp.time.seconds() > 0.0) {
-    // Inline: 2 per block in forward, 2 (4 with recomputation) in backward, per micro-batch.
-    const double per_ar = tp_ar[cs].seconds();
-    out.tp.collectives = static_cast<std::uint32_t>(std::lround(out.tp.time.seconds() / per_ar));
-    out.tp.bytes_per_gpu = Bytes(out.tp.collectives *
-                                 busbw_factor(CollectiveOp::AllReduce, layout.tensor) * activation);
-  }
+    for (std::size_t id : g.stream(3 * cs + k)) {
+      CommKindStats& st = k == 1 ? out.dp : out.pp;
+      st.time += g.at(id).work;
+      st.contention += g.at(id).work - g.at(id).alone;
+    }
+  // Inline: 2 per block in forward, 2 (4 with recomputation) in backward, per micro-batch.
+  out.tp.bytes_per_gpu = Bytes(out.tp.collectives *
+                               busbw_factor(CollectiveOp::AllReduce, layout.tensor) * activation);
   for (const auto& [key, use] : uses) out.uses.push_back(use);
   tl.compute_time = out.compute_per_gpu;
   tl.comm_time = out.dp.time + out.tp.time + out.pp.time;
