@@ -58,7 +58,41 @@ class GroupTimer {
     CollectiveRequest base;
     std::vector<Algorithm> candidates;
     std::optional<NcclTopologyView> view;
+    // NVLS in one NVLink domain or NVLSTree across servers, where every group can run it:
+    // each group's GPUs then its NVSwitches (in_switch_devices), concatenated.
+    std::optional<Algorithm> in_switch;
+    std::vector<DeviceId> in_switch_all;
+    [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
+      return in_switch && a == *in_switch ? in_switch_all : all;
+    }
   };
+
+  // NCCL's in-switch AllReduce for every group of `r` (auto, nvls or nvlstree under NCCL's
+  // software model): NVLS when a group is one server's GPUs, NVLSTree across servers; none
+  // where any group cannot run it (no NVLink 4 NVSwitch, one GPU per server, SHARP needed).
+  void add_in_switch(Prepared& p, const std::vector<std::vector<std::uint32_t>>& groups) const {
+    const SyncAlgorithm asked = sc_.sync.algorithm;
+    if (topo_.software() != SoftwareModel::Nccl || p.base.op != CollectiveOp::AllReduce ||
+        p.base.ranks < 2 ||
+        (asked != SyncAlgorithm::Auto && asked != SyncAlgorithm::Nvls &&
+         asked != SyncAlgorithm::NvlsTree))
+      return;
+    const Algorithm a = p.base.ranks_per_node >= p.base.ranks ? Algorithm::Nvls : Algorithm::NvlsTree;
+    std::vector<DeviceId> all;
+    try {
+      for (const auto& g : groups) {
+        std::vector<DeviceId> gpus;
+        for (std::uint32_t rank : g) gpus.push_back(devices_.at(rank));
+        NvlsSharpDevices d = in_switch_devices(topo_, gpus, p.base.ranks_per_node, a);
+        if (!d.sharp_of_local.empty()) return;
+        all.insert(all.end(), d.devices.begin(), d.devices.end());
+      }
+    } catch (const ConfigError&) {
+      return;  // not on this hardware: ring and tree only
+    }
+    p.in_switch = a;
+    p.in_switch_all = std::move(all);
+  }
 
   Prepared prepare(const CommRequest& r) const {
     Prepared p;
@@ -75,12 +109,17 @@ class GroupTimer {
     if (!p2p) p.base.node_sizes = node_blocks(topo_, p.first);
     p.base.channels = default_ring_channels(topo_, p.first, p.base.ranks_per_node);
     p.candidates = {Algorithm::Ring};
+    if (!p2p) add_in_switch(p, groups);
     if (r.op == CollectiveOp::AllReduce && n > 1) {
       if (sc_.sync.algorithm == SyncAlgorithm::Tree) p.candidates = {Algorithm::Tree};
       if (sc_.sync.algorithm == SyncAlgorithm::Auto) p.candidates = {Algorithm::Ring, Algorithm::Tree};
+      if (sc_.sync.algorithm == SyncAlgorithm::Nvls || sc_.sync.algorithm == SyncAlgorithm::NvlsTree)
+        p.candidates.clear();
+      if (p.in_switch) p.candidates.push_back(*p.in_switch);
+      if (p.candidates.empty()) p.candidates = {Algorithm::Ring};
     }
     if (topo_.software() == SoftwareModel::Nccl && p.candidates.size() > 1)
-      p.view = nccl_topology_view(topo_, p.first, p.base.ranks_per_node, std::nullopt);
+      p.view = nccl_topology_view(topo_, p.first, p.base.ranks_per_node, p.in_switch);
     return p;
   }
 
@@ -104,7 +143,7 @@ class GroupTimer {
     if (p.first.size() < 2) return;
     for (Algorithm a : p.candidates) {
       const Plan pl = plan(p, a, Bytes(4096.0 * p.base.ranks), Fidelity::Flow);
-      const auto pairs = device_pairs(pl, p.all);
+      const auto pairs = device_pairs(pl, p.devices_for(a));
       out.insert(out.end(), pairs.begin(), pairs.end());
     }
   }
@@ -123,7 +162,7 @@ class GroupTimer {
     std::optional<std::pair<PlanTiming, Algorithm>> best;
     for (Algorithm a : algorithms) {
       const Plan pl = plan(p, a, r.bytes, fidelity_);
-      PlanTiming t = sim.run_plan(pl, p.all, p.copies > 1 ? Fidelity::Flow : fidelity_);
+      PlanTiming t = sim.run_plan(pl, p.devices_for(a), p.copies > 1 ? Fidelity::Flow : fidelity_);
       if (!best || t.time < best->first.time) best = std::make_pair(std::move(t), a);
     }
     return timings_.emplace(key, std::move(*best)).first->second.first.time;
@@ -135,9 +174,11 @@ class GroupTimer {
     (void)time(sim, a);
     (void)time(sim, b);
     const Prepared pa = prepare(a), pb = prepare(b);
-    const Plan plan_a = plan(pa, timings_.at(key_of(a)).second, a.bytes, Fidelity::Flow);
-    const Plan plan_b = plan(pb, timings_.at(key_of(b)).second, b.bytes, Fidelity::Flow);
-    const std::vector<PlanRun> runs{{&plan_a, &pa.all}, {&plan_b, &pb.all}};
+    const Algorithm alg_a = timings_.at(key_of(a)).second, alg_b = timings_.at(key_of(b)).second;
+    const Plan plan_a = plan(pa, alg_a, a.bytes, Fidelity::Flow);
+    const Plan plan_b = plan(pb, alg_b, b.bytes, Fidelity::Flow);
+    const std::vector<PlanRun> runs{{&plan_a, &pa.devices_for(alg_a)},
+                                    {&plan_b, &pb.devices_for(alg_b)}};
     const std::vector<Seconds> t = sim.run_together(runs);
     ++pairs_run_;
     return {t[0], t[1]};
