@@ -2,21 +2,22 @@
 // from simulated collective durations. Pure: the runner supplies each collective's duration
 // (simulated on the engine, every concurrent group at once) through a CommTimer.
 //
-// Every pipeline stage runs three serial streams, in the order the framework issues work:
+// Every pipeline stage runs four serial streams, in the order the framework issues work:
 //   compute — per layer, forward and backward of each micro-batch in the pipeline schedule's
 //             order (1F1B, GPipe, Megatron's interleaved), the tensor-parallel all-reduces of
 //             a block (2 in forward, 2 in backward; Megatron-LM, Shoeybi et al. 2019 §3) inline
 //             on the critical path, the optimizer at the end;
-//   comm    — the data-parallel collectives on the DP process group: DDP/ZeRO-1/2 buckets
+//   reduce  — the data-parallel reductions on the DP process group: DDP/ZeRO-1/2 buckets
 //             (all-reduce or reduce-scatter when the bucket is ready; ZeRO-1 once per step,
-//             ZeRO-2 after every micro-batch), ZeRO-1/2's all-gather of the updated parameters
-//             after the optimizer; ZeRO-3/FSDP per unit (a layer with parameters): all-gather
-//             before its forward and again before its backward (reshard_after_forward),
-//             reduce-scatter after its backward (HSDP: then an all-reduce of the shard across
-//             replicas). With prefetch a unit's all-gather is issued when the previous unit's
-//             compute starts (FSDP's forward/backward prefetch of one unit), else when it ends;
-//             collectives on one stream run one at a time, as links shared by two concurrent
-//             collectives would split their bandwidth;
+//             ZeRO-2 after every micro-batch); ZeRO-3/FSDP's reduce-scatter of a unit (a layer
+//             with parameters) after its backward (HSDP: then an all-reduce of the shard across
+//             replicas);
+//   gather  — the data-parallel all-gathers, on their own stream as FSDP's unshard stream is
+//             apart from its reduce-scatter stream: ZeRO-1/2's all-gather of the updated
+//             parameters after the optimizer; ZeRO-3/FSDP's all-gather of a unit before its
+//             forward and again before its backward (reshard_after_forward). With prefetch a
+//             unit's all-gather is issued when the previous unit's compute starts (FSDP's
+//             forward/backward prefetch of one unit), else when it ends;
 //   p2p     — activations sent to the next stage after each forward chunk and their gradients
 //             back after each backward chunk, S/tensor per tensor rank (Narayanan et al. 2021
 //             §4.1 scatter/gather).

@@ -41,6 +41,13 @@ namespace {
 
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 
+// A stage's serial streams (parallel_step.hpp), stage s's stream k being kStreams·s + k.
+constexpr std::uint32_t kStreams = 4;
+constexpr std::uint32_t kCompute = 0;
+constexpr std::uint32_t kGather = 1;  // data-parallel all-gathers
+constexpr std::uint32_t kReduce = 2;  // data-parallel all-reduces and reduce-scatters
+constexpr std::uint32_t kP2p = 3;
+
 struct Task {
   std::uint32_t stream = 0;
   bool on_compute = true;  // a compute-stream task (layer or optimizer)
@@ -258,7 +265,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
     return it->second;
   };
 
-  TaskGraph g(3 * p);
+  TaskGraph g(kStreams * p);
   // Per stage and per (chunk, mb, forward): the item's first and last compute task.
   std::map<std::tuple<std::uint32_t, std::uint32_t, bool>, std::pair<std::size_t, std::size_t>>
       item_tasks;
@@ -282,7 +289,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         const LayerSpec& layer = model.layers[i];
         const bool block = layer.name.rfind("block", 0) == 0;
         Task task;
-        task.stream = 3 * s;
+        task.stream = kStreams * s + kCompute;
         task.phase = it.forward ? ComputePhase::Forward : ComputePhase::Backward;
         task.micro_batch = it.mb;
         task.work = it.forward ? layer.forward / t
@@ -308,9 +315,11 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
 
   // Bytes and counts of one GPU of each stage, by kind (dp, tp, pp).
   std::vector<std::array<CommKindStats, 3>> stage_stats(p);
-  auto add_comm = [&](std::uint32_t s, const CommRequest& r, std::uint32_t stream_offset) {
+  auto add_comm = [&](std::uint32_t s, const CommRequest& r) {
     Task task;
-    task.stream = 3 * s + stream_offset;
+    task.stream = kStreams * s + (r.kind == CommKind::Pp             ? kP2p
+                                  : r.op == CollectiveOp::AllGather ? kGather
+                                                                    : kReduce);
     task.on_compute = false;
     task.kind = r.kind;
     task.work = time_of(r);
@@ -331,7 +340,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         if (it.chunk + 1 < chunks) {
           const std::size_t send = add_comm(
               s, {CommKind::Pp, CommGroup::NextStage, s, CollectiveOp::Broadcast,
-                  Bytes(activation / t)}, 2);
+                  Bytes(activation / t)});
           g.depend(send, b);
           g.depend(item_tasks.at({it.chunk + 1, it.mb, true}).first, send);
         } else {
@@ -340,7 +349,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
       } else if (it.chunk > 0) {
         const std::size_t send = add_comm(
             s, {CommKind::Pp, CommGroup::PrevStage, s, CollectiveOp::Broadcast,
-                Bytes(activation / t)}, 2);
+                Bytes(activation / t)});
         g.depend(send, b);
         g.depend(item_tasks.at({it.chunk - 1, it.mb, false}).first, send);
       }
@@ -362,7 +371,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
     auto syncs = [&](const LayerTask& lt, bool every) {
       return !lt.forward && (every || lt.mb == last_mb[chunk_of_layer(lt.layer)]);
     };
-    std::size_t last_comm = kNone;
+    std::size_t last_comm = kNone, last_gather = kNone;  // the last reduction, all-gather
     std::vector<std::pair<Bytes, std::size_t>> after_optimizer;  // ZeRO-1/2 all-gathers
     if (zero3) {
       const bool every = par.sync_every_micro_batch;
@@ -376,11 +385,11 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         while (next < tasks.size() && !needs_gather(tasks[next])) ++next;
         if (next >= tasks.size()) return;
         const std::size_t id = add_comm(
-            s, {CommKind::Dp, shard_group, s, CollectiveOp::AllGather, unit_bytes(tasks[next])}, 1);
+            s, {CommKind::Dp, shard_group, s, CollectiveOp::AllGather, unit_bytes(tasks[next])});
         if (after_end_of != kNone) g.depend(id, tasks[after_end_of].id);
         g.depend(tasks[next].id, id);
         gather[next] = id;
-        last_comm = id;
+        last_gather = id;
         ++next;
       };
       issue_next(kNone);
@@ -389,11 +398,11 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         const LayerTask& lt = tasks[i];
         if (model.layers[lt.layer].params > 0.0 && syncs(lt, every)) {
           const Bytes unit = unit_bytes(lt);
-          std::size_t id = add_comm(s, {CommKind::Dp, shard_group, s, CollectiveOp::ReduceScatter, unit}, 1);
+          std::size_t id = add_comm(s, {CommKind::Dp, shard_group, s, CollectiveOp::ReduceScatter, unit});
           g.depend(id, lt.id);
           if (hsdp && layout.replicas > 1)
             id = add_comm(s, {CommKind::Dp, CommGroup::Replica, s, CollectiveOp::AllReduce,
-                              unit / static_cast<double>(layout.shard_group)}, 1);
+                              unit / static_cast<double>(layout.shard_group)});
           last_comm = id;
         }
         if (!par.prefetch && next <= i + 1) issue_next(i);
@@ -423,7 +432,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         const auto found = buckets_ending_at.find(lt.layer);
         if (found == buckets_ending_at.end()) continue;
         for (Bytes bytes : found->second) {
-          const std::size_t id = add_comm(s, {CommKind::Dp, CommGroup::Data, s, op, bytes}, 1);
+          const std::size_t id = add_comm(s, {CommKind::Dp, CommGroup::Data, s, op, bytes});
           g.depend(id, sync.overlap == Overlap::None ? last_backward : lt.id);
           last_comm = id;
           if (op == CollectiveOp::ReduceScatter && lt.mb == last_mb[chunk_of_layer(lt.layer)])
@@ -435,16 +444,17 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
     const double updated = stages[s].params(model) / t /
                            (par.data == DataParallelism::Ddp ? 1.0 : layout.shard_group);
     Task opt;
-    opt.stream = 3 * s;
+    opt.stream = kStreams * s + kCompute;
     opt.phase = ComputePhase::Optimizer;
     opt.micro_batch = m - 1;
     opt.work = total_params > 0.0 ? compute.optimizer * (updated / total_params) : Seconds(0.0);
     optimizer[s] = g.add(std::move(opt));
     g.depend(optimizer[s], last_comm);
+    g.depend(optimizer[s], last_gather);
     last_of_stage[s] = optimizer[s];
     for (const auto& [bytes, rs] : after_optimizer) {
       const std::size_t id =
-          add_comm(s, {CommKind::Dp, CommGroup::Data, s, CollectiveOp::AllGather, bytes}, 1);
+          add_comm(s, {CommKind::Dp, CommGroup::Data, s, CollectiveOp::AllGather, bytes});
       g.depend(id, optimizer[s]);
       last_of_stage[s] = id;
     }
@@ -485,7 +495,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
   tl.step_time = Seconds(step);
   // Exposed communication: the part of each compute wait that a communication task covers.
   double free_at = 0.0;
-  for (std::size_t id : g.stream(3 * cs)) {
+  for (std::size_t id : g.stream(kStreams * cs + kCompute)) {
     const Task& task = g.at(id);
     if (task.start > free_at) {
       std::size_t latest = kNone;
@@ -515,9 +525,9 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
   out.tp.exposed = out.tp.time;
   // ZeRO-1/2's all-gathers after the optimizer hold the next step back.
   out.dp.exposed += Seconds(std::max(0.0, step - g.at(optimizer[cs]).end));
-  for (std::uint32_t k = 1; k <= 2; ++k)
-    for (std::size_t id : g.stream(3 * cs + k)) {
-      CommKindStats& st = k == 1 ? out.dp : out.pp;
+  for (std::uint32_t k : {kGather, kReduce, kP2p})
+    for (std::size_t id : g.stream(kStreams * cs + k)) {
+      CommKindStats& st = k == kP2p ? out.pp : out.dp;
       st.time += g.at(id).work;
       st.contention += g.at(id).work - g.at(id).alone;
     }
