@@ -5,6 +5,7 @@
 // durations come from closed-form timers, not the engine.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -75,6 +76,23 @@ TEST_CASE("layout: Megatron order, tensor innermost; HSDP shard and replica grou
   CHECK(l.tensor_groups(1)[0] == std::vector<std::uint32_t>{8, 9});
   CHECK_THROWS_AS((void)make_layout(12, [] { ParallelSpec p; p.tensor = 8; return p; }(), 8),
                   std::invalid_argument);
+
+  // order: data innermost puts a DP group on consecutive ranks, the tensor groups across them;
+  // every rank appears once.
+  ParallelSpec swapped = spec;
+  swapped.order = *parallel_order_from_string("dp-tp-pp");
+  const ParallelLayout sl = make_layout(16, swapped, 8);
+  CHECK(sl.data_groups(0)[1] == std::vector<std::uint32_t>{4, 5, 6, 7});
+  CHECK(sl.tensor_groups(1)[0] == std::vector<std::uint32_t>{8, 12});
+  std::vector<int> seen(16, 0);
+  for (std::uint32_t st = 0; st < 2; ++st)
+    for (const auto& g : sl.data_groups(st))
+      for (std::uint32_t r : g) ++seen.at(r);
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 16);
+  CHECK(to_string(swapped.order) == "dp-tp-pp");
+  CHECK(!parallel_order_from_string("tp-dp"));
+  CHECK(!parallel_order_from_string("tp-tp-pp"));
+  CHECK(!parallel_order_from_string("tp-dp-pp-"));
 
   ParallelSpec h;
   h.data = DataParallelism::Hsdp;

@@ -468,6 +468,10 @@ training: {accumulation: 3}
   check_error_at(error_of(kBase + "parallel: {tensor: 2}\n"), 11, 20,
                  "needs model.hidden and model.seq_len");
   check_error_at(error_of(base + "parallel: {tensr: 2}\n"), 6, 12, "did you mean 'tensor'?");
+  check_error_at(error_of(base + "parallel: {tensor: 2, order: tp-dp-dp}\n"), 6, 30,
+                 "not an order of tp, dp and pp");
+  CHECK(to_string(load_scenario_text(base + "parallel: {tensor: 2, order: dp-tp-pp}\n", kInline)
+                      .scenario.parallel.order) == "dp-tp-pp");
 }
 
 TEST_CASE("the shipped 3D and HSDP scenarios hold the layouts their comments describe") {

@@ -4,6 +4,8 @@
 // Rank order as Megatron-LM's (initialize_model_parallel, order "tp-dp-pp"): tensor
 // innermost, then data, then pipeline:
 //   rank = t + tensor · (d + data · s)      t < tensor, d < data, s < pipeline
+// (ParallelSpec::order permutes them: "dp-tp-pp" puts a data-parallel group on consecutive
+// ranks, one server, and the tensor groups across servers).
 // With ranks placed in order on servers (torchrun fills hosts), a tensor group of ≤ GPUs per
 // server stays inside one server on NVLink, and the data-parallel group of tensor rank t
 // crosses servers through the same local GPU, hence the same rail.
@@ -30,9 +32,14 @@ struct ParallelLayout {
                                   // zero*/fsdp: data; ddp: 1)
   std::uint32_t replicas = 1;     // data / shard_group (hsdp; ddp: data; zero/fsdp: 1)
 
+  // Rank strides of tensor rank, data member and stage (from the order).
+  std::uint32_t tensor_stride = 1;
+  std::uint32_t data_stride = 1;
+  std::uint32_t stage_stride = 1;
+
   [[nodiscard]] std::uint32_t rank_of(std::uint32_t stage, std::uint32_t member,
                                       std::uint32_t tensor_rank) const {
-    return tensor_rank + tensor * (member + data * stage);
+    return tensor_rank * tensor_stride + member * data_stride + stage * stage_stride;
   }
   // Every tensor rank's data-parallel group of `stage` (tensor groups, each `data` ranks).
   [[nodiscard]] std::vector<std::vector<std::uint32_t>> data_groups(std::uint32_t stage) const;

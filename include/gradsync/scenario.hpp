@@ -5,6 +5,7 @@
 // collectives they ask for.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -138,6 +139,12 @@ struct SyncSpec {
 // backward); Hsdp is FSDP's HYBRID_SHARD: Zero3 inside a shard group, replicas all-reduce.
 enum class DataParallelism { Ddp, Zero1, Zero2, Zero3, Fsdp, Hsdp };
 enum class PipelineSchedule { OneFOneB, GPipe, Interleaved };
+// The three dimensions of a layout's rank order (ParallelSpec::order).
+enum class ParallelDim { Tensor, Data, Pipeline };
+// "tp-dp-pp" and the other permutations of tp, dp, pp (innermost first).
+[[nodiscard]] std::string to_string(const std::array<ParallelDim, 3>& order);
+[[nodiscard]] std::optional<std::array<ParallelDim, 3>> parallel_order_from_string(
+    std::string_view text);
 [[nodiscard]] std::string_view to_string(DataParallelism data);
 [[nodiscard]] std::string_view to_string(PipelineSchedule schedule);
 [[nodiscard]] std::optional<DataParallelism> data_parallelism_from_string(std::string_view text);
@@ -150,6 +157,9 @@ struct ParallelSpec {
   std::uint32_t shard_group = 0;  // hsdp: GPUs per shard group; 0 = GPUs per server / tensor
   std::uint32_t tensor = 1;       // tensor-parallel degree (Megatron-LM), innermost ranks
   std::uint32_t pipeline = 1;     // pipeline stages, outermost ranks
+  // Rank order, innermost first (Megatron-LM's --order spelling "tp-dp-pp"): the default puts
+  // tensor groups on consecutive ranks (one server), then data, then pipeline.
+  std::array<ParallelDim, 3> order{ParallelDim::Tensor, ParallelDim::Data, ParallelDim::Pipeline};
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   std::uint32_t virtual_stages = 1;  // interleaved: model chunks per stage
   bool prefetch = true;              // zero3/fsdp: all-gather of the next unit overlaps

@@ -95,6 +95,7 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
                      {"data_parallel_degree", r.layout.data},
                      {"shard_group", r.layout.shard_group},
                      {"schedule", std::string(to_string(sc.parallel.schedule))},
+                     {"order", to_string(sc.parallel.order)},
                      {"collectives", r.parallel_algorithms}};
   out["memory_per_gpu_bytes"] = {{"params", mem.params.bytes()},
                                  {"grads", mem.grads.bytes()},
@@ -153,14 +154,16 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   } else {
     const ParallelLayout& l = r.layout;
     std::cout << fmt::format(
-        "layout: data {} x {}{}, tensor {}, pipeline {}{}\n", to_string(sc.parallel.data), l.data,
+        "layout: data {} x {}{}, tensor {}, pipeline {}{}, ranks {} (innermost first)\n",
+        to_string(sc.parallel.data), l.data,
         sc.parallel.data == DataParallelism::Hsdp
             ? fmt::format(" (shard groups of {}, {} replicas)", l.shard_group, l.replicas)
             : std::string(),
         l.tensor, l.pipeline,
         l.pipeline > 1 ? fmt::format(" ({}, {} micro-batches)", to_string(sc.parallel.schedule),
                                      sc.training.accumulation)
-                       : std::string());
+                       : std::string(),
+        to_string(sc.parallel.order));
     std::cout << fmt::format("model: {:.3g} parameters, {} gradients: {} per GPU to synchronize\n",
                              sc.model.total_params(), to_string(sc.model.grad_dtype),
                              format_size(r.sync_plan.grad_bytes));

@@ -71,7 +71,7 @@ const std::vector<std::string> kPsKeys{"servers", "placement"};
 const std::vector<std::string> kParallelKeys{
     "data",     "shard_group",           "tensor",   "pipeline",
     "schedule", "virtual_stages",        "prefetch", "reshard_after_forward",
-    "sync_every_micro_batch", "activation_checkpointing"};
+    "sync_every_micro_batch", "activation_checkpointing", "order"};
 const std::vector<std::string> kDataModes{"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"};
 const std::vector<std::string> kSchedules{"1f1b", "gpipe", "interleaved"};
 constexpr long long kMaxModelParallel = 4096;
@@ -936,6 +936,14 @@ ParallelSpec read_parallel(const MapReader& top) {
   p.schedule = *pipeline_schedule_from_string(r.opt_choice("schedule", kSchedules).value_or("1f1b"));
   p.virtual_stages = static_cast<std::uint32_t>(
       r.opt_integer("virtual_stages", 1, kMaxVirtualStages).value_or(1));
+  if (r.has("order")) {
+    const std::string text = r.string("order");
+    const auto order = parallel_order_from_string(text);
+    if (!order)
+      r.fail("order", fmt::format("'{}' is not an order of tp, dp and pp, innermost first (the "
+                                  "default: tp-dp-pp)", text));
+    p.order = *order;
+  }
   const bool sharded = shards_parameters(p.data);
   if (r.has("shard_group")) {
     if (p.data != DataParallelism::Hsdp) r.fail("shard_group", "applies to data: hsdp only");

@@ -56,6 +56,14 @@ ParallelLayout make_layout(std::uint32_t gpus, const ParallelSpec& spec,
         "tensor {} x pipeline {} = {} does not divide the {} GPUs", spec.tensor, spec.pipeline,
         model_ranks, gpus));
   l.data = static_cast<std::uint32_t>(gpus / model_ranks);
+  std::uint32_t stride = 1;
+  for (ParallelDim dim : spec.order) {
+    std::uint32_t& slot = dim == ParallelDim::Tensor ? l.tensor_stride
+                          : dim == ParallelDim::Data ? l.data_stride
+                                                     : l.stage_stride;
+    slot = stride;
+    stride *= dim == ParallelDim::Tensor ? l.tensor : dim == ParallelDim::Data ? l.data : l.pipeline;
+  }
   switch (spec.data) {
     case DataParallelism::Ddp:
       l.shard_group = 1;

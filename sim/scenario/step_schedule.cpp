@@ -80,6 +80,25 @@ std::string_view to_string(PipelineSchedule s) { return name_of(kSchedules, s); 
 std::optional<PipelineSchedule> pipeline_schedule_from_string(std::string_view text) {
   return lookup(kSchedules, text);
 }
+constexpr std::array<std::pair<std::string_view, ParallelDim>, 3> kDims{
+    {{"tp", ParallelDim::Tensor}, {"dp", ParallelDim::Data}, {"pp", ParallelDim::Pipeline}}};
+std::string to_string(const std::array<ParallelDim, 3>& order) {
+  return fmt::format("{}-{}-{}", name_of(kDims, order[0]), name_of(kDims, order[1]),
+                     name_of(kDims, order[2]));
+}
+std::optional<std::array<ParallelDim, 3>> parallel_order_from_string(std::string_view text) {
+  std::array<ParallelDim, 3> out{};
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::size_t end = i < 2 ? text.find('-', at) : text.size();
+    if (end == std::string_view::npos) return std::nullopt;
+    const auto dim = lookup(kDims, text.substr(at, end - at));
+    if (!dim || std::find(out.begin(), out.begin() + i, *dim) != out.begin() + i) return std::nullopt;
+    out[i] = *dim;
+    at = end + 1;
+  }
+  return out;
+}
 bool shards_parameters(DataParallelism d) {
   return d == DataParallelism::Zero3 || d == DataParallelism::Fsdp || d == DataParallelism::Hsdp;
 }
