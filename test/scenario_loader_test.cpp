@@ -468,6 +468,20 @@ training: {accumulation: 3}
   check_error_at(error_of(kBase + "parallel: {tensor: 2}\n"), 11, 20,
                  "needs model.hidden and model.seq_len");
   check_error_at(error_of(base + "parallel: {tensr: 2}\n"), 6, 12, "did you mean 'tensor'?");
+  // A what-if that changes the data mode sets aside the file's keys of the old mode, saying so;
+  // written in the file, they stay errors.
+  const std::string hsdp = base + "parallel: {data: hsdp, shard_group: 2, prefetch: false}\n";
+  const Scenario moved = load_scenario_text(hsdp, kInline, {"parallel.data=zero1"}).scenario;
+  CHECK(moved.parallel.data == DataParallelism::Zero1);
+  CHECK(moved.parallel.shard_group == 0);
+  CHECK(moved.parallel.prefetch);
+  REQUIRE(moved.notes.size() == 2);
+  CHECK(moved.notes[0].find("parallel.shard_group") != std::string::npos);
+  CHECK(moved.notes[1].find("--set made data: zero1") != std::string::npos);
+  CHECK(!load_scenario_text(hsdp, kInline, {"parallel.data=fsdp"}).scenario.parallel.prefetch);
+  CHECK(load_scenario_text(hsdp, kInline).scenario.notes.empty());
+  check_error_at(error_of(base + "parallel: {data: zero1, prefetch: false}\n"), 6, 35,
+                 "applies to data: zero3, fsdp or hsdp");
   check_error_at(error_of(base + "parallel: {tensor: 2, order: tp-dp-dp}\n"), 6, 30,
                  "not an order of tp, dp and pp");
   CHECK(to_string(load_scenario_text(base + "parallel: {tensor: 2, order: dp-tp-pp}\n", kInline)

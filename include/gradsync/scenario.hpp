@@ -198,6 +198,9 @@ struct Scenario {
   SyncSpec sync;
   ParallelSpec parallel;
   std::optional<Bytes> memory;  // HBM per GPU (`memory:`); default: the topology's gpu:
+  // What the loader set aside, for reports: keys of the file that a --set made inapplicable
+  // (parallel.prefetch when --set parallel.data=ddp), with why.
+  std::vector<std::string> notes;
 };
 
 // Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take the last

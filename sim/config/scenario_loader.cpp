@@ -925,11 +925,20 @@ SyncSpec read_sync(const MapReader& top) {
   return s;
 }
 
-ParallelSpec read_parallel(const MapReader& top) {
+// `data_from_set`: parallel.data comes from a --set (a what-if), so the file's keys of its
+// other mode (shard_group for hsdp; prefetch, resharding and micro-batch syncs for sharded
+// modes) are set aside with a note instead of rejected.
+ParallelSpec read_parallel(const MapReader& top, bool data_from_set, std::vector<std::string>& notes) {
   ParallelSpec p;
   if (!top.has("parallel")) return p;
   MapReader r(top.node("parallel"), top.file(), "parallel", kParallelKeys);
   p.data = *data_parallelism_from_string(r.opt_choice("data", kDataModes).value_or("ddp"));
+  auto set_aside = [&](const char* key, std::string_view applies_to) {
+    if (!data_from_set || !r.has(key)) return false;
+    notes.push_back(fmt::format("parallel.{} of {} set aside: it applies to data: {}, and --set "
+                                "made data: {}", key, top.file(), applies_to, to_string(p.data)));
+    return true;
+  };
   p.tensor = static_cast<std::uint32_t>(r.opt_integer("tensor", 1, kMaxModelParallel).value_or(1));
   p.pipeline =
       static_cast<std::uint32_t>(r.opt_integer("pipeline", 1, kMaxModelParallel).value_or(1));
@@ -945,13 +954,19 @@ ParallelSpec read_parallel(const MapReader& top) {
     p.order = *order;
   }
   const bool sharded = shards_parameters(p.data);
-  if (r.has("shard_group")) {
+  if (r.has("shard_group") &&
+      !(p.data != DataParallelism::Hsdp && set_aside("shard_group", "hsdp"))) {
     if (p.data != DataParallelism::Hsdp) r.fail("shard_group", "applies to data: hsdp only");
     p.shard_group = static_cast<std::uint32_t>(r.integer("shard_group", 1, kMaxGpus));
   }
-  for (const char* key : {"prefetch", "reshard_after_forward", "sync_every_micro_batch"})
-    if (r.has(key) && !sharded)
-      r.fail(key, fmt::format("applies to data: zero3, fsdp or hsdp (they gather parameters "
+  bool use_sharded_keys = true;
+  for (const char* key : {"prefetch", "reshard_after_forward", "sync_every_micro_batch"}) {
+    if (sharded || !r.has(key)) continue;
+    if (set_aside(key, "zero3, fsdp or hsdp")) {
+      use_sharded_keys = false;
+      continue;
+    }
+    r.fail(key, fmt::format("applies to data: zero3, fsdp or hsdp (they gather parameters "
                               "per unit); {} {}",
                               to_string(p.data),
                               p.data == DataParallelism::Zero1
@@ -960,9 +975,12 @@ ParallelSpec read_parallel(const MapReader& top) {
                                   ? "reduce-scatters after every micro-batch (its gradients are "
                                     "sharded)"
                                   : "all-reduces once per step"));
-  p.prefetch = r.opt_boolean("prefetch").value_or(true);
-  p.reshard_after_forward = r.opt_boolean("reshard_after_forward").value_or(true);
-  p.sync_every_micro_batch = r.opt_boolean("sync_every_micro_batch").value_or(true);
+  }
+  if (use_sharded_keys) {
+    p.prefetch = r.opt_boolean("prefetch").value_or(true);
+    p.reshard_after_forward = r.opt_boolean("reshard_after_forward").value_or(true);
+    p.sync_every_micro_batch = r.opt_boolean("sync_every_micro_batch").value_or(true);
+  }
   p.activation_checkpointing = r.opt_boolean("activation_checkpointing").value_or(false);
   if (p.virtual_stages > 1 && p.schedule != PipelineSchedule::Interleaved)
     r.fail("virtual_stages", "applies to schedule: interleaved");
@@ -1103,7 +1121,10 @@ LoadedScenario load(const std::string& text, const std::string& file,
                         "compute: forward + backward must be positive");
     sc.training = read_training(top);
     sc.sync = read_sync(top);
-    sc.parallel = read_parallel(top);
+    const bool data_from_set = std::any_of(sets.begin(), sets.end(), [](const std::string& s) {
+      return s.rfind("parallel.data=", 0) == 0;
+    });
+    sc.parallel = read_parallel(top, data_from_set, sc.notes);
     if (top.has("memory")) {
       const Bytes mem = top.size("memory");
       if (!(mem.bytes() > 0.0) || mem.bytes() > kMaxGpuMemoryBytes)

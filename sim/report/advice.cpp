@@ -89,9 +89,6 @@ void add_parallel_variants(const AdviceBaseline& b, std::vector<AdviceVariant>& 
                             DataParallelism::Fsdp, DataParallelism::Hsdp}) {
     if (d == p.data || (d == DataParallelism::Fsdp && p.data == DataParallelism::Zero3)) continue;
     if (d == DataParallelism::Hsdp && b.nodes < 2) continue;
-    // An explicit shard_group (hsdp only), prefetch or resharding key cannot be unset by --set.
-    if (p.data == DataParallelism::Hsdp && p.shard_group != 0) continue;
-    if (shards_parameters(p.data) && !shards_parameters(d)) continue;
     add(fmt::format("data parallelism: {} → {}", to_string(p.data), to_string(d)),
         fmt::format("parallel.data={}", to_string(d)));
   }

@@ -323,7 +323,11 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                       fmt::format("gpus: {} but topology '{}' has {} GPUs", gpus, topo.name(),
                                   topo.gpu_count()));
   const std::vector<DeviceId> devices = place_ranks(topo, gpus);
-  if (!sc.parallel.plain()) return run_parallel(loaded, devices, options);
+  if (!sc.parallel.plain()) {
+    ScenarioResult r = run_parallel(loaded, devices, options);
+    r.sync_plan.notes.insert(r.sync_plan.notes.begin(), sc.notes.begin(), sc.notes.end());
+    return r;
+  }
   const std::uint32_t ranks = data_parallel_ranks(gpus, sc.sync);
   if (ranks == 0)
     throw ConfigError(SourceMark{sc.file.string(), 0, 0},
@@ -337,6 +341,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   // The step's buckets and what goes on the wire.
   result.buckets = build_buckets(sc.model, sc.sync);
   result.sync_plan = plan_sync(result.buckets, sc.model, sc.sync, ranks);
+  result.sync_plan.notes.insert(result.sync_plan.notes.begin(), sc.notes.begin(), sc.notes.end());
 
   // Rank groups: every GPU, and the first server alone (for scaling versus one node).
   CollectiveTimer::Group all;
