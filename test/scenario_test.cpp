@@ -43,18 +43,19 @@ double seconds(Seconds s) { return s.seconds(); }
 
 }  // namespace
 
-TEST_CASE("buckets: first bucket within 1 MiB, then 25 MiB, reverse layer order, bytes conserved") {
-  // 100 layers of 100k fp32 parameters = 400 kB each: 2 fit the first 1 MiB bucket (3 would be
-  // 1.2 MB > 1.048 MB), 65 fit 25 MiB (26,214,400 / 400,000 = 65.5), the last 33 remain.
+TEST_CASE("buckets: first bucket 1 MiB, then 25 MiB, closed once reached (DDP), bytes conserved") {
+  // 100 layers of 100k fp32 parameters = 400 kB each. DDP closes a bucket as soon as it holds
+  // its limit: 3 layers reach the first 1 MiB (1.2 MB >= 1,048,576), 66 reach 25 MiB (26.4 MB
+  // >= 26,214,400; 65 would be 26.0 MB), the last 31 remain.
   const ModelSpec model = uniform_model(100, 100'000);
   const SyncSpec sync;  // DDP defaults
   const auto buckets = build_buckets(model, sync);
   REQUIRE(buckets.size() == 3);
-  CHECK(buckets[0].bytes.bytes() <= kMiB);
-  CHECK(buckets[0].layers == std::vector<std::size_t>{99, 98});
-  CHECK(buckets[1].layers.size() == 65);
-  CHECK(buckets[2].layers.size() == 33);
-  for (const auto& b : buckets) CHECK(b.bytes.bytes() <= 25 * kMiB);
+  CHECK(buckets[0].bytes.bytes() == doctest::Approx(1.2e6));
+  CHECK(buckets[0].layers == std::vector<std::size_t>{99, 98, 97});
+  CHECK(buckets[1].layers.size() == 66);
+  CHECK(buckets[2].layers.size() == 31);
+  for (const auto& b : buckets) CHECK(b.bytes.bytes() < 25 * kMiB + 400e3);  // by < one tensor
 
   double sum = 0.0;
   std::size_t expected_layer = 99;
@@ -67,13 +68,13 @@ TEST_CASE("buckets: first bucket within 1 MiB, then 25 MiB, reverse layer order,
   }
   CHECK(sum == doctest::Approx(model.grad_bytes().bytes()));
   CHECK(model.grad_bytes().bytes() == doctest::Approx(100 * 100'000 * 4.0));
-  // A bucket is ready when backward has produced its last (lowest-index) layer: layers 99 … 98
-  // take 2 × 2 ms; the last bucket ends with layer 0, at the end of backward (200 ms).
-  CHECK(seconds(buckets[0].ready_offset) == doctest::Approx(4e-3));
+  // A bucket is ready when backward has produced its last (lowest-index) layer: layers 99 … 97
+  // take 3 × 2 ms; the last bucket ends with layer 0, at the end of backward (200 ms).
+  CHECK(seconds(buckets[0].ready_offset) == doctest::Approx(6e-3));
   CHECK(seconds(buckets[2].ready_offset) == doctest::Approx(200e-3));
 }
 
-TEST_CASE("buckets: a layer larger than the cap is never split, layerwise is one per layer") {
+TEST_CASE("buckets: a tensor larger than the cap closes a bucket alone, layerwise is one per layer") {
   ModelSpec model;
   model.grad_dtype = GradDtype::Fp32;
   model.layers = {{"small", 2.5e6, 1_ms, 2_ms, {}},  // 10 MB

@@ -36,6 +36,9 @@ struct LayerSpec {
   Seconds forward{0.0};   // this layer's share of one micro-batch's forward on one GPU
   Seconds backward{0.0};  // ... and of its backward
   std::string group;      // encoder / tower the layer belongs to ("" for single-tower models)
+  // Elements of each parameter tensor, in the order the layer registers them (what DDP
+  // buckets); they add up to `params`. Empty: the layer is one tensor of `params`.
+  std::vector<double> tensors;
 };
 
 struct ModelSpec {

@@ -44,6 +44,15 @@ struct TransformerShape {
 // layer norms 4h: 12h² + 13h (Kaplan et al. 2020, "Scaling Laws for Neural Language Models",
 // §2.1, counts the 12h² weights; the 13h are the biases and norms of a GPT-2 block).
 [[nodiscard]] double transformer_block_params(double hidden);
+// The tensors of that block in GPT-2's registration order (ln_1 weight, bias; attention QKV
+// weight 3h², bias 3h; output projection h², h; ln_2 weight, bias; MLP up 4h², 4h; down 4h², h),
+// each scaled by `scale` (a block resized to a model's parameter count).
+[[nodiscard]] std::vector<double> transformer_block_tensors(double hidden, double scale = 1.0);
+// Tensors for `params` elements known only by their count: the blocks of a GPT-3-shaped
+// transformer of that size (width 128 per block, as GPT-3's 6.7B-175B models, Brown et al.
+// 2020 Table 2.1: blocks = round(cbrt(params / (12·128²))), width = 128·blocks), scaled to add
+// up to `params`.
+[[nodiscard]] std::vector<double> synthetic_tensors(double params);
 // The whole model as transformer_layers() lays it out: blocks · (12h²+13h) + vocab·h
 // (embedding) + vocab·h (head, unless tied) + 2h (final norm, counted with the head).
 // No learned position embeddings (RoPE models have none).
@@ -64,9 +73,10 @@ struct TransformerShape {
                                                         std::optional<double> params,
                                                         Seconds forward, Seconds backward);
 
-// `count` equal layers "layer0" … sharing `params` and the compute evenly. A `params`-only
-// preset without `layers:` is one layer: all gradients are ready when backward ends, so
-// bucketed overlap cannot hide anything (give `layers: N` to model overlap).
+// `count` equal layers "layer0" … sharing `params` and the compute evenly, each holding the
+// synthetic_tensors() of its parameters. A `params`-only preset without `layers:` is one layer
+// whose tensors become ready one after another through its backward (build_buckets), so
+// buckets still overlap the backward.
 [[nodiscard]] std::vector<LayerSpec> equal_layers(double params, std::uint32_t count,
                                                   Seconds forward, Seconds backward);
 
@@ -85,14 +95,18 @@ struct Bucket {
   Seconds ready_offset{0.0};
 };
 
-// DDP-style buckets, filled in reverse layer order (the order backward produces gradients).
-// The first bucket holds at most sync.first_bucket, the others at most sync.bucket; a layer
-// that does not fit closes the bucket and opens the next. A layer is never split: one larger
-// than the cap gets a bucket of its own. (DDP fills per parameter tensor and closes a bucket
-// once it reaches the cap; at layer granularity we close it before it overflows instead, so
-// buckets stay within the cap unless one layer exceeds it.) Layers without parameters get no
-// bucket. Overlap::Layerwise gives one bucket per layer; Overlap::None keeps the DDP buckets
-// (they run back to back after backward), so none vs bucketed isolates the effect of overlap.
+// DDP's buckets as its reducer rebuilds them after the first iteration (torch/csrc/distributed/
+// c10d/reducer.cpp, compute_bucket_assignment_by_size over the order gradients became ready):
+// parameter tensors in the order backward produces their gradients (layers in reverse, each
+// layer's tensors in reverse registration order) are added to the current bucket, which
+// closes as soon as it holds at least its limit — sync.first_bucket for the first, sync.bucket
+// for the others — so a bucket overflows its limit by up to one tensor and a tensor larger
+// than the cap closes a bucket on its own. A tensor's gradient is ready when its layer's
+// backward has run through it: the layer's backward time is shared by its tensors in
+// proportion to their sizes. Layers without parameters get no bucket. Overlap::Layerwise
+// gives one bucket per layer at its end; Overlap::None keeps the DDP buckets (they run back to
+// back after backward), so none vs bucketed isolates the effect of overlap. test/data/
+// ddp_buckets holds the sizes PyTorch's DDP built for a GPT-2 model at two caps.
 [[nodiscard]] std::vector<Bucket> build_buckets(const ModelSpec& model, const SyncSpec& sync);
 
 // ---- what goes on the wire ----------------------------------------------------------------

@@ -419,6 +419,7 @@ ParallelStep compose_parallel_step(const ModelSpec& model, const ComputeSpec& co
         for (std::size_t i = chunk_layers[c].first; i < chunk_layers[c].second; ++i) {
           LayerSpec l = model.layers[i];
           l.params /= t;
+          for (double& n : l.tensors) n /= t;
           part.layers.push_back(l);
         }
         for (const Bucket& bk : build_buckets(part, sync))

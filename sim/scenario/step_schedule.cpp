@@ -162,6 +162,27 @@ std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync) {
 
 double transformer_block_params(double hidden) { return 12.0 * hidden * hidden + 13.0 * hidden; }
 
+std::vector<double> transformer_block_tensors(double h, double scale) {
+  std::vector<double> t{h, h, 3 * h * h, 3 * h, h * h, h, h, h, 4 * h * h, 4 * h, 4 * h * h, h};
+  for (double& x : t) x *= scale;
+  return t;
+}
+
+std::vector<double> synthetic_tensors(double params) {
+  if (!(params > 0.0)) return {};
+  constexpr double kWidthPerBlock = 128.0;  // GPT-3 6.7B-175B: d_model / n_layers = 128
+  const double blocks =
+      std::max(1.0, std::round(std::cbrt(params / (12.0 * kWidthPerBlock * kWidthPerBlock))));
+  const double h = kWidthPerBlock * blocks;
+  const double scale = params / (blocks * transformer_block_params(h));
+  std::vector<double> out;
+  for (double b = 0; b < blocks; ++b) {
+    const auto t = transformer_block_tensors(h, scale);
+    out.insert(out.end(), t.begin(), t.end());
+  }
+  return out;
+}
+
 namespace {
 
 double embedding_params(const TransformerShape& s) { return s.vocab * s.hidden; }
@@ -208,14 +229,20 @@ std::vector<LayerSpec> transformer_layers(const TransformerShape& shape,
   std::vector<LayerSpec> layers;
   std::vector<double> flops;
   layers.reserve(shape.blocks + 2);
-  layers.push_back(LayerSpec{"embedding", embedding_params(shape), {}, {}, {}});
+  layers.push_back(LayerSpec{"embedding", embedding_params(shape), {}, {}, {},
+                             {embedding_params(shape)}});
   flops.push_back(0.0);
   const double block_flops = 24.0 * h * h + 4.0 * shape.seq_len * h;
+  const std::vector<double> block_tensors =
+      transformer_block_tensors(h, block / transformer_block_params(h));
   for (std::uint32_t i = 0; i < shape.blocks; ++i) {
-    layers.push_back(LayerSpec{fmt::format("block{}", i), block, {}, {}, {}});
+    layers.push_back(LayerSpec{fmt::format("block{}", i), block, {}, {}, {}, block_tensors});
     flops.push_back(block_flops);
   }
-  layers.push_back(LayerSpec{"head", head_params(shape), {}, {}, {}});
+  // The final norm's weight and bias, then the head's matrix (none when tied).
+  std::vector<double> head_tensors{h, h};
+  if (!shape.tie_embeddings) head_tensors.push_back(shape.vocab * h);
+  layers.push_back(LayerSpec{"head", head_params(shape), {}, {}, {}, head_tensors});
   flops.push_back(2.0 * h * shape.vocab);
   split_compute(layers, flops, forward, backward);
   return layers;
@@ -231,7 +258,8 @@ std::vector<LayerSpec> equal_layers(double params, std::uint32_t count, Seconds 
                                params / count,
                                forward / count,
                                backward / count,
-                               {}});
+                               {},
+                               synthetic_tensors(params / count)});
   return layers;
 }
 
@@ -241,30 +269,37 @@ std::vector<Bucket> build_buckets(const ModelSpec& model, const SyncSpec& sync) 
   const double bpg = model.bytes_per_grad();
   std::vector<Bucket> buckets;
   Bucket current;
-  Bytes cap = sync.first_bucket;
+  Bytes limit = sync.first_bucket;
   auto close = [&] {
     if (current.layers.empty()) return;
     buckets.push_back(std::move(current));
     current = Bucket{};
-    cap = sync.bucket;
+    limit = sync.bucket;
   };
-  // Backward runs the layers in reverse: layer i's gradient is ready once layers n-1 … i ran.
+  // Backward runs the layers in reverse: layer i's gradients are produced while it runs.
   Seconds elapsed{0.0};
   for (std::size_t i = model.layers.size(); i-- > 0;) {
     const LayerSpec& layer = model.layers[i];
+    const Seconds start = elapsed;
     elapsed += layer.backward;
     if (!(layer.params > 0.0)) continue;
-    const Bytes bytes(layer.params * bpg);
     if (sync.overlap == Overlap::Layerwise) {
-      buckets.push_back(Bucket{bytes, layer.params, {i}, elapsed});
+      buckets.push_back(Bucket{Bytes(layer.params * bpg), layer.params, {i}, elapsed});
       continue;
     }
-    if (!current.layers.empty() && current.bytes + bytes > cap) close();
-    current.bytes += bytes;
-    current.params += layer.params;
-    current.layers.push_back(i);
-    current.ready_offset = elapsed;
-    if (current.bytes >= cap) close();
+    const std::vector<double> one{layer.params};
+    const std::vector<double>& tensors = layer.tensors.empty() ? one : layer.tensors;
+    double done = 0.0;  // of the layer's parameters, in backward order
+    for (std::size_t k = tensors.size(); k-- > 0;) {
+      const double n = tensors[k];
+      done += n;
+      if (!(n > 0.0)) continue;
+      current.bytes += Bytes(n * bpg);
+      current.params += n;
+      if (current.layers.empty() || current.layers.back() != i) current.layers.push_back(i);
+      current.ready_offset = k == 0 ? elapsed : start + layer.backward * (done / layer.params);
+      if (current.bytes >= limit) close();
+    }
   }
   close();
   return buckets;
