@@ -383,7 +383,10 @@ TEST_CASE("errors in --set: named after the --set, not a file position") {
   e = error_of(kBase, {"model.params=25e6GB"});
   REQUIRE(e.has_value());
   CHECK(e->where().file == "--set model.params=25e6GB");
-  CHECK(contains(e->reason(), "expected a number"));
+  CHECK(contains(e->reason(), "unknown suffix \"GB\""));
+  // Counts take K, M, B, T as `estimate --params` does.
+  CHECK(load_scenario_text(kBase, kInline, {"model.params=350M"}).scenario.model.total_params() ==
+        doctest::Approx(350e6));
 
   e = error_of(kBase, {"model.params.x=1"});
   REQUIRE(e.has_value());
@@ -496,4 +499,14 @@ TEST_CASE("the shipped 3D and HSDP scenarios hold the layouts their comments des
   CHECK(l.scenario.parallel.data == DataParallelism::Zero1);
   CHECK(l.scenario.model.total_params() == doctest::Approx(6.9e10));
   CHECK(l.scenario.model.layers.size() == 82);
+}
+
+TEST_CASE("sync.overlap: true and false read as bucketed and none; anything else is named") {
+  CHECK(load_scenario_text(kBase, kInline, {"sync.overlap=true"}).scenario.sync.overlap ==
+        Overlap::Bucketed);
+  CHECK(load_scenario_text(kBase, kInline, {"sync.overlap=false"}).scenario.sync.overlap ==
+        Overlap::None);
+  const auto e = error_of(kBase, {"sync.overlap=yes"});
+  REQUIRE(e.has_value());
+  CHECK(contains(e->reason(), "not one of none, bucketed or layerwise"));
 }

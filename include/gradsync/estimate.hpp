@@ -69,10 +69,6 @@ inline constexpr double kCommunicationBoundShare = 0.30;
 inline constexpr double kMaxEstimateParams = 1e14;
 inline constexpr std::uint32_t kMaxEstimateGpus = 1000000;
 
-// A parameter count: a number with an optional exponent and an optional decimal suffix for
-// counts, K (1e3), M (1e6), B (1e9) or T (1e12), either case: "7e9", "7B", "7b", "1.5T",
-// "350M". Throws UnitError for anything else (negative, not finite, unknown suffix).
-[[nodiscard]] double parse_param_count(std::string_view text);
 
 struct EstimateRequest {
   double params = 0.0;                   // (0, 1e14]

@@ -117,6 +117,10 @@ constexpr BytesPerSecond operator/(Bytes b, Seconds t) {
 [[nodiscard]] Bytes parse_size(std::string_view text);
 [[nodiscard]] BytesPerSecond parse_rate(std::string_view text);
 [[nodiscard]] Seconds parse_time(std::string_view text);
+// A parameter count: a number with an optional exponent and an optional decimal suffix for
+// counts, K (1e3), M (1e6), B (1e9) or T (1e12), either case: "7e9", "7B", "7b", "1.5T",
+// "350M". Throws UnitError for anything else (negative, not finite, unknown suffix).
+[[nodiscard]] double parse_param_count(std::string_view text);
 
 // Human-readable formatting with a unit: "25 MiB" style for sizes (binary prefixes),
 // "400 Gbps"/"50 GB/s" for rates, "1.5 us" for times. Round-trip through the parsers.

@@ -623,8 +623,14 @@ void check_set_path(const Override& o) {
 
 // ---- reading the scenario ------------------------------------------------------------------
 
+// A count of parameters: a number, or one with K, M, B or T (parse_param_count: "7B", "350M").
 double count_of(const MapReader& r, const std::string& key, bool allow_zero) {
-  const double v = r.number(key);
+  double v = 0.0;
+  try {
+    v = parse_param_count(r.string(key));
+  } catch (const UnitError& e) {
+    r.fail(key, e.what());
+  }
   if (v < 0.0 || (!allow_zero && v == 0.0) || v >= kMaxParams)
     r.fail(key, fmt::format("must be {} and below 1e13, got {}",
                             allow_zero ? "at least 0" : "positive", v));
@@ -920,7 +926,13 @@ SyncSpec read_sync(const MapReader& top) {
   }
   s.bucket = bucket_size(r, "bucket", kDdpBucketBytes);
   s.first_bucket = bucket_size(r, "first_bucket", kDdpFirstBucketBytes);
-  s.overlap = *overlap_from_string(r.opt_choice("overlap", kOverlaps).value_or("bucketed"));
+  // overlap: true / false read as bucketed / none (DDP overlaps by default; none turns it off).
+  const std::optional<std::string> overlap_text =
+      r.has("overlap") ? r.opt_string("overlap") : std::nullopt;
+  if (overlap_text == "true" || overlap_text == "false")
+    s.overlap = *overlap_text == "true" ? Overlap::Bucketed : Overlap::None;
+  else
+    s.overlap = *overlap_from_string(r.opt_choice("overlap", kOverlaps).value_or("bucketed"));
   if (r.has("compression")) s.compression = read_compression(r);
   return s;
 }

@@ -58,12 +58,6 @@ Seconds hierarchical_allreduce_time(std::uint32_t n, std::uint32_t gpus_per_node
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // "7e+09" -> "7e9": counts read like the user typed them.
 std::string format_count(double value) {
   std::string text = fmt::format("{:.4g}", value);
@@ -119,36 +113,6 @@ void check_request(const EstimateRequest& r) {
 
 }  // namespace
 
-double parse_param_count(std::string_view raw) {
-  const std::string_view text = trim(raw);
-  const std::string_view example = "e.g. 7e9, 7B, 350M, 1.5T";
-  if (text.empty()) throw UnitError(fmt::format("empty parameter count ({})", example));
-  if (text.front() == '-')
-    throw UnitError(fmt::format("parameter count \"{}\" is negative", text));
-  double value = 0.0;
-  const char* const first = text.data();
-  const char* const last = first + text.size();
-  const auto [end, ec] = std::from_chars(first, last, value, std::chars_format::general);
-  if (ec == std::errc::invalid_argument)
-    throw UnitError(
-        fmt::format("parameter count \"{}\" does not start with a number ({})", text, example));
-  if (ec == std::errc::result_out_of_range || !std::isfinite(value))
-    throw UnitError(fmt::format("parameter count \"{}\" is out of range", text));
-  const std::string_view suffix = trim(text.substr(static_cast<std::size_t>(end - first)));
-  if (suffix.empty()) return value;
-  if (suffix.size() == 1) {
-    switch (suffix.front()) {
-      case 'k': case 'K': return value * 1e3;
-      case 'm': case 'M': return value * 1e6;
-      case 'b': case 'B': return value * 1e9;
-      case 't': case 'T': return value * 1e12;
-      default: break;
-    }
-  }
-  throw UnitError(fmt::format(
-      "parameter count \"{}\" has an unknown suffix \"{}\" (K = 1e3, M = 1e6, B = 1e9, T = 1e12; {})",
-      text, suffix, example));
-}
 
 std::string_view to_string(EstimateAlgorithm algorithm) {
   switch (algorithm) {

@@ -344,4 +344,35 @@ std::string format_rate_bits(BytesPerSecond r) {
 
 std::string format_time(Seconds t) { return format_quantity(t.seconds(), kTimeFormats, "s"); }
 
+double parse_param_count(std::string_view raw) {
+  const std::string_view text = trim(raw);
+  const std::string_view example = "e.g. 7e9, 7B, 350M, 1.5T";
+  if (text.empty()) throw UnitError(fmt::format("empty parameter count ({})", example));
+  if (text.front() == '-')
+    throw UnitError(fmt::format("parameter count \"{}\" is negative", text));
+  double value = 0.0;
+  const char* const first = text.data();
+  const char* const last = first + text.size();
+  const auto [end, ec] = std::from_chars(first, last, value, std::chars_format::general);
+  if (ec == std::errc::invalid_argument)
+    throw UnitError(
+        fmt::format("parameter count \"{}\" does not start with a number ({})", text, example));
+  if (ec == std::errc::result_out_of_range || !std::isfinite(value))
+    throw UnitError(fmt::format("parameter count \"{}\" is out of range", text));
+  const std::string_view suffix = trim(text.substr(static_cast<std::size_t>(end - first)));
+  if (suffix.empty()) return value;
+  if (suffix.size() == 1) {
+    switch (suffix.front()) {
+      case 'k': case 'K': return value * 1e3;
+      case 'm': case 'M': return value * 1e6;
+      case 'b': case 'B': return value * 1e9;
+      case 't': case 'T': return value * 1e12;
+      default: break;
+    }
+  }
+  throw UnitError(fmt::format(
+      "parameter count \"{}\" has an unknown suffix \"{}\" (K = 1e3, M = 1e6, B = 1e9, T = 1e12; {})",
+      text, suffix, example));
+}
+
 }  // namespace gradsync
