@@ -510,3 +510,34 @@ TEST_CASE("sync.overlap: true and false read as bucketed and none; anything else
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "not one of none, bucketed or layerwise"));
 }
+
+TEST_CASE("model.preset: a published model by name, its keys overridable, errors positioned") {
+  const std::string base = R"(name: t
+topology: ../topologies/pcie-4gpu.yaml
+compute: {forward: 30ms, backward: 60ms, samples_per_micro_batch: 1}
+)";
+  const Scenario s = load_scenario_text(base + "model: {preset: llama-2-7b}\n", kInline).scenario;
+  CHECK(s.model.total_params() == 6'738'415'616.0);
+  CHECK(s.model.grad_dtype == GradDtype::Bf16);  // the default with a preset
+  CHECK(s.model.hidden == 4096);
+  CHECK(s.model.seq_len == 4096);
+  CHECK(s.model.layers.size() == 34);  // embedding, 32 blocks, head
+  CHECK(s.model.layers[1].tensors.size() == 9);  // q, k, v, o, gate, up, down, 2 norms
+
+  const Scenario shorter =
+      load_scenario_text(base + "model: {preset: llama-2-7b, layers: 16, seq_len: 2048}\n", kInline)
+          .scenario;
+  CHECK(shorter.model.layers.size() == 18);
+  CHECK(shorter.model.seq_len == 2048);
+  const Scenario rounded =
+      load_scenario_text(base + "model: {preset: llama-2-7b, params: 7B, grad_dtype: fp32}\n", kInline)
+          .scenario;
+  CHECK(rounded.model.total_params() == doctest::Approx(7e9));
+  CHECK(rounded.model.grad_dtype == GradDtype::Fp32);
+
+  check_error_at(error_of(base + "model: {preset: llama-2-7}\n"), 4, 17, "did you mean 'llama-2-7b'?");
+  check_error_at(error_of(base + "model: {preset: gpt-3-175b, tie_embeddings: false}\n"), 4, 45,
+                 "fixed by the preset's architecture");
+  check_error_at(error_of(base + "model: {preset: llama-2-7b, params: 20B}\n"), 4, 37,
+                 "more than 25 % away");
+}

@@ -21,6 +21,7 @@ void add_sweep_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_advise_command(CLI::App& app);
+void add_models_command(CLI::App& app);
 // Thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal; calibrate: 3).
 struct ExitStatus { int code; };
 // The whole file at `path`; a file that cannot be read is bad input: ConfigError

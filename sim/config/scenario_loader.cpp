@@ -23,6 +23,7 @@
 
 #include "gradsync/engine.hpp"
 #include "gradsync/config.hpp"
+#include "gradsync/model_presets.hpp"
 #include "gradsync/parallel_layout.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/step_schedule.hpp"
@@ -58,8 +59,8 @@ const std::vector<std::string> kTopKeys{"name",     "topology", "topology_overri
                                         "gpus",     "model",    "compute",
                                         "training", "sync",     "parallel",
                                         "memory"};
-const std::vector<std::string> kModelKeys{"params", "grad_dtype", "layers",        "hidden",
-                                          "vocab",  "seq_len",    "tie_embeddings"};
+const std::vector<std::string> kModelKeys{"params", "grad_dtype", "layers",         "hidden",
+                                          "vocab",  "seq_len",    "tie_embeddings", "preset"};
 const std::vector<std::string> kLayerKeys{"name",  "params", "forward", "backward",
                                           "flops", "group",  "repeat"};
 const std::vector<std::string> kComputeKeys{"forward", "backward", "optimizer",
@@ -796,6 +797,48 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
   return layers;
 }
 
+// model: {preset: NAME} (model_presets.hpp), with layers, hidden, vocab, seq_len and params
+// overriding the preset's; params rescales the blocks (within kMaxPresetMismatch).
+std::vector<LayerSpec> read_named_preset(const MapReader& m, const MapReader& top,
+                                         ComputeDraft& compute, ModelSpec& model) {
+  std::vector<std::string> names;
+  for (const ModelPreset& p : model_presets()) names.emplace_back(p.name);
+  const ModelPreset& preset = *find_model_preset(m.choice("preset", names));
+  if (m.has("tie_embeddings"))
+    m.fail("tie_embeddings", fmt::format("is fixed by the preset's architecture ({})", preset.name));
+  PresetDims d = preset_dims(preset);
+  if (m.has("layers")) d.blocks = static_cast<std::uint32_t>(m.integer("layers", 1, kMaxLayers - 2));
+  if (m.has("hidden")) d.hidden = static_cast<double>(m.integer("hidden", 1, kMaxHidden));
+  if (m.has("vocab")) d.vocab = static_cast<double>(m.integer("vocab", 1, kMaxVocab));
+  if (m.has("seq_len")) d.seq_len = static_cast<double>(m.integer("seq_len", 1, kMaxSeqLen));
+  const auto [f, b] = required_totals(top, compute, "the preset shares them out");
+  std::vector<LayerSpec> layers = preset_layers(preset, d, f, b);
+  double total = 0.0, blocks = 0.0;
+  for (const LayerSpec& l : layers) {
+    total += l.params;
+    if (l.name.rfind("block", 0) == 0) blocks += l.params;
+  }
+  if (total >= kMaxParams)
+    m.fail("hidden", fmt::format("the model would have {:.4g} parameters (at most 1e13)", total));
+  if (m.has("params")) {
+    const double params = count_of(m, "params", false);
+    const double scale = (params - (total - blocks)) / blocks;
+    if (std::abs(total - params) > kMaxPresetMismatch * params || !(scale > 0.0))
+      m.fail("params", fmt::format("{:.4g} is more than {:.0f} % away from the {:.4g} parameters "
+                                   "of {} with these dimensions; check them, or leave params out",
+                                   params, 100 * kMaxPresetMismatch, total, preset.name));
+    for (LayerSpec& l : layers)
+      if (l.name.rfind("block", 0) == 0) {
+        l.params *= scale;
+        for (double& n : l.tensors) n *= scale;
+      }
+  }
+  model.hidden = d.hidden;
+  model.vocab = d.vocab;
+  model.seq_len = d.seq_len;
+  return layers;
+}
+
 std::vector<LayerSpec> read_preset(const MapReader& m, const MapReader& top,
                                    ComputeDraft& compute) {
   const bool has_hidden = m.has("hidden");
@@ -844,9 +887,15 @@ std::vector<LayerSpec> read_preset(const MapReader& m, const MapReader& top,
 ModelSpec read_model(const MapReader& top, ComputeDraft& compute) {
   MapReader m(top.node("model"), top.file(), "model", kModelKeys);
   ModelSpec model;
-  model.grad_dtype = *grad_dtype_from_string(m.choice("grad_dtype", kDtypes));
+  const bool named = m.has("preset");
+  model.grad_dtype = *grad_dtype_from_string(
+      named ? m.opt_choice("grad_dtype", kDtypes).value_or("bf16") : m.choice("grad_dtype", kDtypes));
   const YAML::Node layers = m.self()["layers"];
-  if (layers.IsDefined() && layers.IsSequence()) {
+  if (named) {
+    if (layers.IsDefined() && layers.IsSequence())
+      m.fail("layers", "with a preset, layers: is the number of blocks");
+    model.layers = read_named_preset(m, top, compute, model);
+  } else if (layers.IsDefined() && layers.IsSequence()) {
     for (const char* key : {"params", "hidden", "vocab", "seq_len", "tie_embeddings"})
       if (m.has(key))
         m.fail(key,
@@ -856,7 +905,7 @@ ModelSpec read_model(const MapReader& top, ComputeDraft& compute) {
   } else {
     model.layers = read_preset(m, top, compute);
   }
-  if (m.has("hidden") && !(layers.IsDefined() && layers.IsSequence())) {
+  if (!named && m.has("hidden") && !(layers.IsDefined() && layers.IsSequence())) {
     model.hidden = static_cast<double>(m.integer("hidden", 1, kMaxHidden));
     model.vocab = static_cast<double>(m.integer("vocab", 1, kMaxVocab));
     model.seq_len = static_cast<double>(m.opt_integer("seq_len", 1, kMaxSeqLen).value_or(0));

@@ -269,11 +269,26 @@ void finish(ScenarioResult& result, const Topology& topo, const std::vector<doub
   if (step_s > 0.0 && result.bubble.seconds() > 0.0)
     result.verdict_text += fmt::format("; pipeline bubble {:.0f} % of the step",
                                        100.0 * result.bubble.seconds() / step_s);
-  if (result.fits_in_memory && !*result.fits_in_memory)
+  if (result.fits_in_memory && !*result.fits_in_memory) {
+    // What to change depends on what fills the memory.
+    const MemoryBreakdown& mem = result.memory;
+    const Bytes states = mem.params + mem.grads + mem.optimizer;
+    const std::string hint =
+        mem.activations > states
+            ? fmt::format("activations take {}: parallel.activation_checkpointing, fewer "
+                          "samples per micro-batch, or tensor/pipeline parallelism",
+                          format_size(mem.activations))
+        : result.layout.shard_group <= 1
+            ? std::string("shard with parallel.data: zero1/zero2/fsdp, or add tensor/pipeline "
+                          "parallelism")
+            : fmt::format("model states take {} sharded over {} GPUs: more GPUs, or "
+                          "tensor/pipeline parallelism",
+                          format_size(states), result.layout.shard_group);
     result.verdict_text = fmt::format(
-        "does not fit in memory: {} per GPU needed, the GPU has {} (shard with parallel.data: "
-        "zero1/zero2/fsdp, or add tensor/pipeline parallelism); if it did: {}",
-        format_size(result.memory.total()), format_size(result.gpu_memory), result.verdict_text);
+        "does not fit in memory: {} per GPU needed, the GPU has {} ({}); if it did: {}",
+        format_size(result.memory.total()), format_size(result.gpu_memory), hint,
+        result.verdict_text);
+  }
 }
 
 // Memory per GPU and whether it fits (the scenario's memory:, else the topology's gpu:).
