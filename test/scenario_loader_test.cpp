@@ -541,3 +541,39 @@ compute: {forward: 30ms, backward: 60ms, samples_per_micro_batch: 1}
   check_error_at(error_of(base + "model: {preset: llama-2-7b, params: 20B}\n"), 4, 37,
                  "more than 25 % away");
 }
+
+TEST_CASE("compute.mfu / tflops: forward from the model's FLOPs and the GPU's peak") {
+  const std::string base = R"(name: t
+topology: ../topologies/dgx-h100.yaml
+model: {preset: llama-2-7b}
+)";
+  const Scenario s =
+      load_scenario_text(base + "compute: {mfu: 0.5, samples_per_micro_batch: 2}\n", kInline).scenario;
+  double flops = 0.0;
+  for (const LayerSpec& l : s.model.layers) flops += l.flops;
+  // Per sample: 4096 tokens × (2 × 6.476e9 block parameters + 32 × 4·s·h + 2·h·V).
+  const double per_token = 2.0 * 32 * 202'383'360 + 32 * 4.0 * 4096 * 4096 + 2.0 * 4096 * 32000;
+  CHECK(flops == doctest::Approx(4096 * per_token));
+  CHECK(s.compute.forward.seconds() == doctest::Approx(2 * flops / (0.5 * 989.4e12)));
+  CHECK(s.compute.backward.seconds() == doctest::Approx(2 * s.compute.forward.seconds()));
+  Seconds layers{0.0};
+  for (const LayerSpec& l : s.model.layers) layers += l.forward;
+  CHECK(layers.seconds() == doctest::Approx(s.compute.forward.seconds()));
+  CHECK(s.compute.optimizer.seconds() == doctest::Approx(28.0 * 6'738'415'616.0 / 3.35e12));
+  CHECK(s.notes.size() == 2);
+
+  const Scenario t = load_scenario_text(
+      base + "compute: {tflops: 400, optimizer: 10ms, samples_per_micro_batch: 1}\n", kInline).scenario;
+  CHECK(t.compute.forward.seconds() == doctest::Approx(flops / 400e12));
+  CHECK(t.compute.optimizer.seconds() == doctest::Approx(0.01));
+
+  check_error_at(error_of(base + "compute: {mfu: 1.5, samples_per_micro_batch: 1}\n"), 4, 16,
+                 "a share of the peak in (0, 1]");
+  check_error_at(error_of(base + "compute: {mfu: 0.4, forward: 1s, samples_per_micro_batch: 1}\n"),
+                 4, 16, "remove compute.forward or mfu");
+  check_error_at(error_of(R"(name: t
+topology: ../topologies/dgx-h100.yaml
+model: {params: 7B, grad_dtype: bf16}
+compute: {mfu: 0.4, samples_per_micro_batch: 1}
+)"), 4, 16, "needs the model's FLOPs");
+}

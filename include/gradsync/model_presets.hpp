@@ -60,7 +60,7 @@ struct PresetDims {
 // Layers in forward order ("embedding", "block0" … "head") with their tensors, for `dims`
 // (the preset's unless overridden; ffn and kv width scale with hidden), compute shared out by
 // forward FLOPs per token (a block 2·active block parameters + 4·s·h, the head 2·h·V, the
-// embedding 0), as transformer_layers() does.
+// embedding 0), as transformer_layers() does; LayerSpec::flops holds them per sample (× s).
 [[nodiscard]] std::vector<LayerSpec> preset_layers(const ModelPreset& preset, const PresetDims& dims,
                                                    Seconds forward, Seconds backward);
 

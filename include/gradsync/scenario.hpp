@@ -39,6 +39,9 @@ struct LayerSpec {
   // Elements of each parameter tensor, in the order the layer registers them (what DDP
   // buckets); they add up to `params`. Empty: the layer is one tensor of `params`.
   std::vector<double> tensors;
+  // Forward FLOPs of one sample through the layer, where the model says (a preset or a
+  // transformer with seq_len, a layer's `flops:`); 0 when unknown. Backward is twice.
+  double flops = 0.0;
 };
 
 struct ModelSpec {

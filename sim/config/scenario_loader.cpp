@@ -23,6 +23,7 @@
 
 #include "gradsync/engine.hpp"
 #include "gradsync/config.hpp"
+#include "gradsync/gpu_catalog.hpp"
 #include "gradsync/model_presets.hpp"
 #include "gradsync/parallel_layout.hpp"
 #include "gradsync/scenario_config.hpp"
@@ -64,7 +65,7 @@ const std::vector<std::string> kModelKeys{"params", "grad_dtype", "layers",     
 const std::vector<std::string> kLayerKeys{"name",  "params", "forward", "backward",
                                           "flops", "group",  "repeat"};
 const std::vector<std::string> kComputeKeys{"forward", "backward", "optimizer",
-                                            "samples_per_micro_batch"};
+                                            "samples_per_micro_batch", "mfu", "tflops"};
 const std::vector<std::string> kTrainingKeys{"accumulation", "steps"};
 const std::vector<std::string> kSyncKeys{"strategy",     "algorithm", "ps",         "bucket",
                                          "first_bucket", "overlap",   "compression"};
@@ -671,6 +672,11 @@ constexpr double kMaxLayerFlops = 1e24;
 struct ComputeDraft {
   std::optional<Seconds> forward, backward;
   ComputeSpec spec;
+  // compute: {mfu: 0.4} or {tflops: 400}: forward/backward from the model's FLOPs once the
+  // topology's GPU is known (derive_compute); the layers are split with placeholder totals.
+  std::optional<double> mfu, tflops;
+  bool optimizer_given = false;
+  [[nodiscard]] bool from_flops() const { return mfu || tflops; }
 };
 
 ComputeDraft read_compute(const MapReader& top) {
@@ -679,6 +685,22 @@ ComputeDraft read_compute(const MapReader& top) {
   d.forward = opt_compute_time(r, "forward");
   d.backward = opt_compute_time(r, "backward");
   d.spec.optimizer = opt_compute_time(r, "optimizer").value_or(Seconds(0.0));
+  d.optimizer_given = r.has("optimizer");
+  if (r.has("mfu") && r.has("tflops"))
+    r.fail("tflops", "give mfu (a share of the GPU's peak) or tflops (achieved), not both");
+  for (const char* key : {"mfu", "tflops"}) {
+    if (!r.has(key)) continue;
+    for (const char* timed : {"forward", "backward"})
+      if (r.has(timed))
+        r.fail(key, fmt::format("derives compute.forward and backward from FLOPs; remove "
+                                "compute.{} or {}", timed, key));
+    const double v = r.number(key);
+    if (std::string_view(key) == "mfu" && !(v > 0.0 && v <= 1.0))
+      r.fail(key, fmt::format("is a share of the peak in (0, 1], got {}", v));
+    if (std::string_view(key) == "tflops" && !(v > 0.0 && v <= 1e6))
+      r.fail(key, fmt::format("must be positive TFLOP/s per GPU (at most 1e6), got {}", v));
+    (std::string_view(key) == "mfu" ? d.mfu : d.tflops) = v;
+  }
   d.spec.samples_per_micro_batch =
       static_cast<std::uint32_t>(r.integer("samples_per_micro_batch", 1, kMaxSamples));
   return d;
@@ -688,10 +710,12 @@ ComputeDraft read_compute(const MapReader& top) {
 std::pair<Seconds, Seconds> required_totals(const MapReader& top, const ComputeDraft& c,
                                             const std::string& why) {
   const MapReader r(top.node("compute"), top.file(), "compute", kComputeKeys);
+  if (c.from_flops()) return {Seconds(1.0), Seconds(2.0)};  // placeholders, rescaled later
   for (const char* key : {"forward", "backward"})
     if (!r.has(key))
       throw ConfigError(r.mark(),
-                        fmt::format("missing required key '{}' in compute ({})", key, why));
+                        fmt::format("missing required key '{}' in compute ({}; or give "
+                                    "compute.mfu to derive them from FLOPs)", key, why));
   return {*c.forward, *c.backward};
 }
 
@@ -763,6 +787,7 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
   for (const Entry& e : entries)
     for (long long r = 0; r < e.repeat; ++r) {
       LayerSpec layer = e.layer;
+      layer.flops = e.flops.value_or(0.0);
       if (e.repeat > 1) layer.name = fmt::format("{}.{}", e.layer.name, r);
       layers.push_back(std::move(layer));
       weights.push_back(e.flops.value_or(e.layer.params));
@@ -775,7 +800,7 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
       f += l.forward;
       b += l.backward;
     }
-    for (const char* key : {"forward", "backward"})
+    for (const char* key : {"forward", "backward", "mfu", "tflops"})
       if (c.has(key))
         c.fail(key, fmt::format("the layers of model.layers give their own times (forward "
                                 "{}, backward {}); remove compute.{}",
@@ -1141,6 +1166,65 @@ std::string inline_topology_text(const std::string& text, const YAML::Node& root
   return out;
 }
 
+// compute: {mfu | tflops}: one micro-batch's forward = its FLOPs (Σ LayerSpec::flops × samples)
+// over the achieved rate (mfu × the GPU's dense peak for the gradient dtype, gpu_catalog.hpp, or
+// tflops), backward twice that (Kaplan et al. 2020 §2.1), the layers rescaled from their
+// placeholder split; without compute.optimizer, the fused AdamW step from memory traffic
+// (kAdamBytesPerParam × parameters / bandwidth). What was derived goes to sc.notes.
+void derive_compute(const MapReader& top, const ComputeDraft& c, const Topology& topo, Scenario& sc) {
+  const MapReader r(top.node("compute"), top.file(), "compute", kComputeKeys);
+  const char* key = c.mfu ? "mfu" : "tflops";
+  double per_sample = 0.0;
+  for (const LayerSpec& l : sc.model.layers) per_sample += l.flops;
+  if (!(per_sample > 0.0))
+    r.fail(key, "needs the model's FLOPs: a preset (model.preset), a transformer with "
+                "model.seq_len, or flops: on every layer of model.layers");
+  const GpuSpec* gpu = find_gpu(topo.gpu_model());
+  double rate = 0.0;
+  std::string how;
+  if (c.mfu) {
+    if (gpu == nullptr)
+      r.fail(key, fmt::format("the topology's gpu: '{}' is not in the GPU catalog (v100, a100, "
+                              "h100, h200, b200, gb200, l40s, rtx4090); give compute.tflops",
+                              topo.gpu_model()));
+    const std::optional<double> peak = peak_flops(*gpu, sc.model.grad_dtype);
+    if (!peak)
+      r.fail(key, fmt::format("{} has no dense {} tensor-core peak; give compute.tflops",
+                              gpu->name, to_string(sc.model.grad_dtype)));
+    rate = *c.mfu * *peak;
+    how = fmt::format("{:g} × {} {:g} TFLOP/s dense {} peak ({})", *c.mfu, gpu->name,
+                      *peak / 1e12, to_string(sc.model.grad_dtype), gpu->source);
+  } else {
+    rate = *c.tflops * 1e12;
+    how = fmt::format("{:g} TFLOP/s achieved", *c.tflops);
+  }
+  const double samples = sc.compute.samples_per_micro_batch;
+  const Seconds forward(per_sample * samples / rate);
+  const double f_scale = forward.seconds() / sc.compute.forward.seconds();
+  const double b_scale = 2.0 * forward.seconds() / sc.compute.backward.seconds();
+  for (LayerSpec& l : sc.model.layers) {
+    l.forward = l.forward * f_scale;
+    l.backward = l.backward * b_scale;
+  }
+  sc.compute.forward = forward;
+  sc.compute.backward = forward * 2.0;
+  sc.notes.push_back(fmt::format("compute derived: forward {} = {:.4g} FLOP per micro-batch "
+                                 "({:g} sample{}) / {}; backward 2 × forward",
+                                 format_time(forward), per_sample * samples, samples,
+                                 samples == 1 ? "" : "s", how));
+  if (!c.optimizer_given) {
+    if (gpu == nullptr)
+      r.fail(key, fmt::format("cannot derive compute.optimizer: the topology's gpu: '{}' is not "
+                              "in the GPU catalog; give compute.optimizer",
+                              topo.gpu_model()));
+    const double params = sc.model.total_params();
+    sc.compute.optimizer = Seconds(kAdamBytesPerParam * params / (gpu->memory_tbps * 1e12));
+    sc.notes.push_back(fmt::format("compute derived: optimizer {} = {:g} B × {:.4g} parameters / "
+                                   "{:g} TB/s (fused AdamW)", format_time(sc.compute.optimizer),
+                                   kAdamBytesPerParam, params, gpu->memory_tbps));
+  }
+}
+
 LoadedScenario load(const std::string& text, const std::string& file,
                     const std::vector<std::string>& sets) {
   // Split the --set overrides: topology_overrides.* go to the topology.
@@ -1175,6 +1259,7 @@ LoadedScenario load(const std::string& text, const std::string& file,
     ComputeDraft compute = read_compute(top);
     sc.model = read_model(top, compute);
     sc.compute = compute.spec;
+    if (compute.from_flops()) compute.forward = Seconds(1.0), compute.backward = Seconds(2.0);
     sc.compute.forward = *compute.forward;
     sc.compute.backward = *compute.backward;
     if (!((sc.compute.forward + sc.compute.backward).seconds() > 0.0))
@@ -1235,6 +1320,7 @@ LoadedScenario load(const std::string& text, const std::string& file,
     }
     out.topology.path = sc.topology.path;
 
+    if (compute.from_flops()) derive_compute(top, compute, out.topology.topology, sc);
     const auto available = static_cast<std::uint32_t>(out.topology.topology.gpu_count());
     if (sc.gpus && *sc.gpus > available)
       top.fail("gpus",

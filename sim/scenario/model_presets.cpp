@@ -122,6 +122,7 @@ std::vector<LayerSpec> preset_layers(const ModelPreset& p, const PresetDims& d, 
   }
   flops.push_back(2.0 * h * v);
   split_compute(layers, flops, forward, backward);
+  for (std::size_t i = 0; i < layers.size(); ++i) layers[i].flops = flops[i] * s;  // per sample
   return layers;
 }
 

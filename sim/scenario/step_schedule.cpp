@@ -245,6 +245,12 @@ std::vector<LayerSpec> transformer_layers(const TransformerShape& shape,
   layers.push_back(LayerSpec{"head", head_params(shape), {}, {}, {}, head_tensors});
   flops.push_back(2.0 * h * shape.vocab);
   split_compute(layers, flops, forward, backward);
+  // FLOPs per sample, known with the sequence length: 2 per parameter of a block (its matmuls;
+  // 24h² for the 12h² weights) plus the attention scores, the head's matmul.
+  if (shape.seq_len > 0.0)
+    for (std::size_t i = 1; i < layers.size(); ++i)
+      layers[i].flops = (i + 1 < layers.size() ? 2.0 * layers[i].params + 4.0 * shape.seq_len * h
+                                               : flops[i]) * shape.seq_len;
   return layers;
 }
 
