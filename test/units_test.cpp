@@ -497,3 +497,27 @@ TEST_CASE("ConfigError is a std::runtime_error, catchable as such") {
                        "s.yaml:2:1: error: unknown key \"nodez\"", std::runtime_error);
   CHECK_THROWS_AS(throw ConfigError(SourceMark{"s.yaml", 2, 1}, "x"), ConfigError);
 }
+
+TEST_CASE("errors: control characters escaped, long tokens cut, the line bounded") {
+  using gradsync::printable;
+  using gradsync::ConfigError;
+  using gradsync::SourceMark;
+  // An ANSI escape from an input cannot reach the terminal.
+  CHECK(printable("name \x1b[31mred\x1b[0m") == "name \\x1b[31mred\\x1b[0m");
+  CHECK(printable("a\nb\tc") == "a\\nb\\tc");
+  // A token of 10^6 characters becomes 79 and an ellipsis; short tokens stay whole.
+  const std::string huge(1'000'000, 'x');
+  const std::string cut = printable("bad token " + huge + " here");
+  CHECK(cut == "bad token " + std::string(79, 'x') + "… here");
+  // UTF-8 characters are never split.
+  const std::string arrows(60, 'a');
+  const std::string mixed = printable(arrows + std::string(30, 'a') + "→→→");
+  CHECK(mixed.find("\xe2\x86") == std::string::npos);  // cut before the arrows, whole or none
+  // Many tokens: at most 2000 bytes (and an ellipsis).
+  std::string words;
+  for (int i = 0; i < 100000; ++i) words += "word ";
+  CHECK(printable(words).size() <= 2000 + 8);
+  const ConfigError e(SourceMark{"f.yaml", 1, 2}, "unknown key '\x1b[2J" + huge + "'");
+  CHECK(std::string(e.what()).size() < 200);
+  CHECK(std::string(e.what()).find('\x1b') == std::string::npos);
+}

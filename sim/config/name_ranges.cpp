@@ -15,11 +15,17 @@ struct Choice {
   int width;  // zero-padding width (0 = none)
 };
 
+// Indices stay far from the integer limits, so ranges cannot overflow while they expand.
+constexpr long long kMaxIndex = 999'999'999'999'999;
+
 long long parse_index(const std::string& s, const std::string& pattern) {
   long long v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 0)
     throw std::invalid_argument(fmt::format("bad index '{}' in name pattern '{}'", s, pattern));
+  if (v > kMaxIndex)
+    throw std::invalid_argument(fmt::format("index {} in name pattern '{}' is above {}", s,
+                                            pattern, kMaxIndex));
   return v;
 }
 
@@ -52,7 +58,7 @@ std::vector<Choice> parse_bracket(const std::string& body, const std::string& pa
         throw std::invalid_argument(fmt::format(
             "range [{}] in '{}' expands to more than {} names", part, pattern, limit));
       const int width = lo_s.size() > 1 && lo_s[0] == '0' ? static_cast<int>(lo_s.size()) : 0;
-      for (long long v = lo; v <= hi; ++v) out.push_back({v, width});
+      for (long long k = 0; k <= hi - lo; ++k) out.push_back({lo + k, width});
     }
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -1372,17 +1372,15 @@ LoadedScenario load(const std::string& text, const std::string& file,
 
 LoadedScenario load_scenario_file(const std::filesystem::path& path,
                                   const std::vector<std::string>& sets) {
-  return config::one_line_errors([&] {
-    const std::string file = path.string();
-    std::string text;
-    (void)config::load_yaml_file(file, &text);
-    return load(text, file, sets);
-  });
+  const std::string file = path.string();
+  std::string text;
+  (void)config::load_yaml_file(file, &text);
+  return load(text, file, sets);
 }
 
 LoadedScenario load_scenario_text(const std::string& text, const std::string& display_name,
                                   const std::vector<std::string>& sets) {
-  return config::one_line_errors([&] { return load(text, display_name, sets); });
+  return load(text, display_name, sets);
 }
 
 }  // namespace gradsync

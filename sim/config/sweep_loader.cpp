@@ -142,16 +142,14 @@ SweepSpec load(const std::string& text, const std::string& file) {
 }  // namespace
 
 SweepSpec load_sweep_file(const std::filesystem::path& path) {
-  return config::one_line_errors([&] {
-    const std::string file = path.string();
-    std::string text;
-    (void)config::load_yaml_file(file, &text);
-    return load(text, file);
-  });
+  const std::string file = path.string();
+  std::string text;
+  (void)config::load_yaml_file(file, &text);
+  return load(text, file);
 }
 
 SweepSpec load_sweep_text(const std::string& text, const std::string& display_name) {
-  return config::one_line_errors([&] { return load(text, display_name); });
+  return load(text, display_name);
 }
 
 void check_sweep_keys(const SweepSpec& spec) {

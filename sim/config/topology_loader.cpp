@@ -622,18 +622,14 @@ TopologyFile load_from_root(const YAML::Node& root, const std::string& file,
 }  // namespace
 
 TopologyFile load_topology_file(const std::filesystem::path& path) {
-  return config::one_line_errors([&] {
-    const std::string file = path.string();
-    const YAML::Node root = config::load_yaml_file(file);
-    return load_from_root(root, file, path);
-  });
+  const std::string file = path.string();
+  const YAML::Node root = config::load_yaml_file(file);
+  return load_from_root(root, file, path);
 }
 
 TopologyFile load_topology_text(const std::string& text, const std::string& display_name) {
-  return config::one_line_errors([&] {
-    const YAML::Node root = config::parse_yaml(text, display_name);
-    return load_from_root(root, display_name, std::filesystem::path(display_name));
-  });
+  const YAML::Node root = config::parse_yaml(text, display_name);
+  return load_from_root(root, display_name, std::filesystem::path(display_name));
 }
 
 }  // namespace gradsync

@@ -19,26 +19,9 @@ namespace gradsync::config {
 [[nodiscard]] SourceMark mark_of(const YAML::Node& node, const std::string& file);
 [[nodiscard]] SourceMark mark_of(const YAML::Mark& mark, const std::string& file);
 
-// `text` with line breaks, tabs and other control characters written as escapes.
-[[nodiscard]] std::string escape_control_characters(const std::string& text);
-
 // The closest spelling among `candidates` (edit distance), or "" when none is close.
 [[nodiscard]] std::string closest_match(const std::string& word,
                                         const std::vector<std::string>& candidates);
-
-// Runs `load` and rethrows its ConfigError with control characters in the reason escaped
-// ("\n", "\x00"): quoted keys and values, and some yaml-cpp messages, can hold line breaks,
-// and an error must stay one line.
-template <typename Load>
-auto one_line_errors(Load&& load) -> decltype(load()) {
-  try {
-    return load();
-  } catch (const ConfigError& e) {
-    const std::string escaped = escape_control_characters(e.reason());
-    if (escaped == e.reason()) throw;
-    throw ConfigError(e.where(), escaped);
-  }
-}
 
 // Parses YAML text: syntax errors and duplicate keys become ConfigErrors.
 [[nodiscard]] YAML::Node parse_yaml(const std::string& text, const std::string& file);

@@ -6,6 +6,45 @@
 #include <fmt/format.h>
 
 namespace gradsync {
+namespace {
+
+constexpr std::size_t kMaxToken = 80;     // longer runs without a space are cut
+constexpr std::size_t kMaxMessage = 2000;  // bytes of one error line
+
+// Back to the start of a UTF-8 character at or before `i`.
+std::size_t char_start(std::string_view s, std::size_t i) {
+  while (i > 0 && i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  return i;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(std::min(text.size(), kMaxMessage) + 8);
+  std::size_t i = 0;
+  while (i < text.size() && out.size() < kMaxMessage) {
+    // One token: up to the next space.
+    std::size_t end = text.find(' ', i);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view token = text.substr(i, end - i);
+    const bool cut = token.size() > kMaxToken;
+    if (cut) token = token.substr(0, char_start(token, kMaxToken - 1));
+    for (const char ch : token) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (ch == '\n') out += "\\n";
+      else if (ch == '\r') out += "\\r";
+      else if (ch == '\t') out += "\\t";
+      else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+      else out += ch;
+    }
+    if (cut) out += "…";
+    if (end < text.size()) out += ' ';
+    i = end + 1;
+  }
+  if (i < text.size()) out += "…";
+  return out;
+}
 
 std::string SourceMark::to_string() const {
   // Line 0 means the whole file (e.g. it could not be opened); column 0 means the line is
@@ -20,8 +59,8 @@ std::string SourceMark::to_string() const {
 }
 
 ConfigError::ConfigError(const SourceMark& at, const std::string& what)
-    : std::runtime_error(fmt::format("{}: error: {}", at.to_string(), what)),
+    : std::runtime_error(printable(fmt::format("{}: error: {}", at.to_string(), what))),
       where_(at),
-      reason_(what) {}
+      reason_(printable(what)) {}
 
 }  // namespace gradsync
