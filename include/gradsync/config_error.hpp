@@ -19,8 +19,9 @@ struct SourceMark {
 };
 
 // `text` as one safe line for a terminal or a CI log: control characters written as escapes
-// (\n, \r, \t, else \xHH: an ANSI escape becomes \x1b), a run of more than 80 characters without a space cut to 79 and
-// "…", at most 2000 bytes in all. ConfigError's message and reason pass through it.
+// (\n, \r, \t, else \xHH: an ANSI escape becomes \x1b), a run of more than 80 characters
+// without a space cut to 79 and "…", at most 2000 bytes in all. ConfigError's message and
+// reason pass through it.
 [[nodiscard]] std::string printable(std::string_view text);
 
 class ConfigError : public std::runtime_error {
