@@ -162,5 +162,13 @@ ratio = ring70["time_s"] / auto70["comm_by_kind"]["tp"]["time_s"]
 check("70B: TP ring / nvls time = bench's ratio at 64 MiB", abs(ratio / expected - 1) < 0.02,
       f"{ratio:.4f} vs {expected:.4f}")
 
+# 10. A one-server run is its own one-node reference (1, not 0); a parallel layout across
+#     servers has none (null).
+single = run("resnet50-pcie-4gpu.yaml")
+check("one server: scaling vs one node is 1", single["scaling_efficiency_vs_one_node"] == 1.0 and
+      single["one_node_samples_per_s"] == single["samples_per_s"], str(single["scaling_efficiency_vs_one_node"]))
+check("parallel layout across servers: no one-node reference", auto70["scaling_efficiency_vs_one_node"] is None,
+      str(auto70["scaling_efficiency_vs_one_node"]))
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)

@@ -62,9 +62,10 @@ struct ScenarioResult {
   StepTimeline timeline;
   StepMetrics metrics;
   // Samples/s of the first server alone (its GPUs, intra-node collectives), and the ratio
-  // samples_per_s / (nodes × that): scaling efficiency versus one node. 0 for one node.
-  double one_node_samples_per_s = 0.0;
-  double scaling_vs_one_node = 0.0;
+  // samples_per_s / (nodes × that): scaling efficiency versus one node (a one-node run is its
+  // own reference: 1). Empty where not computed (parallel layouts across servers).
+  std::optional<double> one_node_samples_per_s;
+  std::optional<double> scaling_vs_one_node;
   Seconds total_time{0.0};                      // steps × step time
   std::vector<LinkLoad> busiest_links;          // highest utilization first (at most 10)
   std::vector<UtilizationSample> gpu_utilization_timeline;  // one step, 20 samples

@@ -70,8 +70,10 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
       {"samples_per_step", m.samples_per_step},
       {"samples_per_s", m.samples_per_s},
       {"scaling_efficiency", m.scaling_efficiency},
-      {"scaling_efficiency_vs_one_node", r.scaling_vs_one_node},
-      {"one_node_samples_per_s", r.one_node_samples_per_s},
+      {"scaling_efficiency_vs_one_node",
+       r.scaling_vs_one_node ? nlohmann::ordered_json(*r.scaling_vs_one_node) : nullptr},
+      {"one_node_samples_per_s",
+       r.one_node_samples_per_s ? nlohmann::ordered_json(*r.one_node_samples_per_s) : nullptr},
       {"grad_bytes_per_sync", r.sync_plan.grad_bytes.bytes()},
       {"wire_bytes_per_sync", r.sync_plan.wire_bytes.bytes()},
       {"buckets", r.buckets.size()},
@@ -245,9 +247,9 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   std::cout << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication\n",
                            "scaling efficiency", percent(m.scaling_efficiency),
                            plain ? r.ranks : r.gpus);
-  if (r.nodes > 1 && r.one_node_samples_per_s > 0)
+  if (r.nodes > 1 && r.one_node_samples_per_s.value_or(0.0) > 0.0)
     std::cout << fmt::format("  {:<22}{:>12}   vs {} × one node ({:.1f} samples/s)\n", "",
-                             percent(r.scaling_vs_one_node), r.nodes, r.one_node_samples_per_s);
+                             percent(*r.scaling_vs_one_node), r.nodes, *r.one_node_samples_per_s);
   if (const auto cost = cluster_cost(loaded.topology.topology); cost && m.samples_per_s > 0.0)
     std::cout << fmt::format("  {:<22}{:>12.3g}   {} per sample ({:.0f} {} cluster depreciated over "
                              "3 years: {:.2f} {}/hour)\n",

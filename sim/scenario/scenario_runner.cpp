@@ -261,11 +261,11 @@ void finish(ScenarioResult& result, const Topology& topo, const std::vector<doub
     result.verdict_text = fmt::format(
         "compute-bound: exposed communication is {:.0f} % of the step (<= {:.0f} %); {}",
         100.0 * exposed_share, 100.0 * kCommunicationBoundShare, bottleneck);
-  if (result.nodes > 1 && result.one_node_samples_per_s > 0.0 &&
-      result.metrics.samples_per_s < result.one_node_samples_per_s)
+  if (result.nodes > 1 && result.one_node_samples_per_s.value_or(0.0) > 0.0 &&
+      result.metrics.samples_per_s < *result.one_node_samples_per_s)
     result.verdict_text += fmt::format(
         "; SLOWER than one server: {:.1f} samples/s on {} servers vs {:.1f} on one",
-        result.metrics.samples_per_s, result.nodes, result.one_node_samples_per_s);
+        result.metrics.samples_per_s, result.nodes, *result.one_node_samples_per_s);
   if (step_s > 0.0 && result.bubble.seconds() > 0.0)
     result.verdict_text += fmt::format("; pipeline bubble {:.0f} % of the step",
                                        100.0 * result.bubble.seconds() / step_s);
@@ -479,8 +479,11 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   result.metrics = step_metrics(result.timeline, sc.compute, sc.training.accumulation, ranks);
   result.total_time = result.timeline.step_time * static_cast<double>(sc.training.steps);
 
-  // Scaling versus one node: the same step on the first server's GPUs.
-  if (multi_node) {
+  // Scaling versus one node: the same step on the first server's GPUs (one node is its own).
+  if (result.nodes <= 1) {
+    result.one_node_samples_per_s = result.metrics.samples_per_s;
+    result.scaling_vs_one_node = 1.0;
+  } else if (multi_node) {
     const std::uint32_t node_ranks = data_parallel_ranks(ppn, sc.sync);
     if (node_ranks > 0) {
       const SyncPlan node_plan = plan_sync(result.buckets, sc.model, sc.sync, node_ranks);
