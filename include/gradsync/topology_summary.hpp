@@ -22,6 +22,7 @@ struct TopologySummary {
   std::size_t nodes = 0;
   GpuGeneration gpu_generation = GpuGeneration::Hopper;  // gpu_generation_of()
   bool gpu_generation_inferred = true;                   // from the NVLink rate, not `gpu:`
+  std::string gpu_model;                                 // `gpu:` as written ("" if absent)
   std::map<DeviceKind, std::size_t> devices;   // count per kind
   std::map<Fabric, FabricLinks> links;         // count and bandwidth per fabric
   // Per GPU, per direction: the sum of its own links' line rates (intra-node port), and its

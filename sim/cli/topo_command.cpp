@@ -42,6 +42,7 @@ nlohmann::ordered_json summary_json(const TopologySummary& s) {
       {"gpus", s.gpus},
       {"gpu_generation", std::string(to_string(s.gpu_generation))},
       {"gpu_generation_inferred", s.gpu_generation_inferred},
+      {"gpu_model", s.gpu_model},
       {"nodes", s.nodes},
       {"devices", devices},
       {"links", links},

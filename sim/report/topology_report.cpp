@@ -59,9 +59,16 @@ std::string format_summary(const TopologySummary& s) {
   std::string out;
   line(out, "name", s.name.empty() ? "(unnamed)" : s.name);
   line(out, "GPUs", plural(s.gpus, "GPU", "GPUs"));
-  line(out, "GPU generation",
-       fmt::format("{}{}", to_string(s.gpu_generation),
-                   s.gpu_generation_inferred ? " (inferred from the NVLink rate; set gpu:)" : ""));
+  // The generation is the row of NCCL's tables the GPU uses (by compute capability): an Ada
+  // L40S shares Ampere's sm_8x row, so name the model and say which row.
+  const std::string_view row = to_string(s.gpu_generation);
+  if (s.gpu_generation_inferred)
+    line(out, "GPU generation", fmt::format("{} (inferred from the NVLink rate; set gpu:)", row));
+  else if (!s.gpu_model.empty() && s.gpu_model != row)
+    line(out, "GPU", fmt::format("{} (NCCL's tables: the {} row, by compute capability)",
+                                 s.gpu_model, row));
+  else
+    line(out, "GPU generation", std::string(row));
   line(out, "nodes", nodes_text(s));
   line(out, "devices", devices_text(s));
 

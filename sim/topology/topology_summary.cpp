@@ -355,6 +355,7 @@ TopologySummary summarize(const Topology& topology) {
   summary.gpus = topology.gpu_count();
   summary.nodes = topology.node_count();
   std::tie(summary.gpu_generation, summary.gpu_generation_inferred) = gpu_generation_of(topology);
+  summary.gpu_model = topology.gpu_model();
   for (const Device& device : topology.devices()) ++summary.devices[device.kind];
   for (const Link& link : topology.links()) {
     FabricLinks& f = summary.links[link.fabric];
