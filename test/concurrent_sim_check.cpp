@@ -18,14 +18,12 @@
 #include "gradsync/collective.hpp"
 #include "gradsync/config.hpp"
 #include "gradsync/engine.hpp"
+#include "sim_check.hpp"
 
 using namespace gradsync;
+using sim_check::same;
 
 namespace {
-
-bool same(double a, double b, double tolerance) {
-  return std::abs(a - b) <= tolerance * std::max(std::abs(a), std::abs(b));
-}
 
 struct Job {
   Plan plan;
@@ -47,14 +45,10 @@ Job ring_over(const Topology& topo, const std::vector<DeviceId>& devices, Bytes 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: concurrent_sim_check TOPOLOGY.yaml [--cfg=...]\n");
-    return 2;
-  }
-  const TopologyFile file = load_topology_file(argv[1]);
-  const Topology& topo = file.topology;
-  std::vector<std::string> args;
-  for (int i = 2; i < argc; ++i) args.emplace_back(argv[i]);
+  const auto input = sim_check::read_input(argc, argv, "concurrent_sim_check");
+  if (!input) return 2;
+  const Topology& topo = input->file.topology;
+  const std::vector<std::string>& args = input->simgrid_args;
   const auto gpus = static_cast<std::uint32_t>(topo.gpus().size());
   const std::vector<DeviceId> all = place_ranks(topo, gpus);
   const std::uint32_t ppn = ranks_per_node(topo, all);

@@ -14,8 +14,10 @@
 #include "gradsync/collective.hpp"
 #include "gradsync/config.hpp"
 #include "gradsync/engine.hpp"
+#include "sim_check.hpp"
 
 using namespace gradsync;
+using sim_check::same;
 
 namespace {
 
@@ -25,21 +27,13 @@ struct Case {
   std::vector<DeviceId> devices;
 };
 
-bool same(double a, double b, double tolerance) {
-  return std::abs(a - b) <= tolerance * std::max(std::abs(a), std::abs(b));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: flow_symmetry_sim_check TOPOLOGY.yaml [--cfg=...]\n");
-    return 2;
-  }
-  const TopologyFile file = load_topology_file(argv[1]);
-  const Topology& topo = file.topology;
-  std::vector<std::string> args;
-  for (int i = 2; i < argc; ++i) args.emplace_back(argv[i]);
+  const auto input = sim_check::read_input(argc, argv, "flow_symmetry_sim_check");
+  if (!input) return 2;
+  const Topology& topo = input->file.topology;
+  const std::vector<std::string>& args = input->simgrid_args;
 
   const auto gpus = static_cast<std::uint32_t>(topo.gpus().size());
   const std::vector<DeviceId> in_order = place_ranks(topo, gpus);
