@@ -569,6 +569,8 @@ model: {preset: llama-2-7b}
 
   check_error_at(error_of(base + "compute: {mfu: 1.5, samples_per_micro_batch: 1}\n"), 4, 16,
                  "a share of the peak in (0, 1]");
+  check_error_at(error_of(base + "compute: {tflops: 1e-9, samples_per_micro_batch: 1}\n"), 4, 19,
+                 "more than an hour");
   check_error_at(error_of(base + "compute: {mfu: 0.4, forward: 1s, samples_per_micro_batch: 1}\n"),
                  4, 16, "remove compute.forward or mfu");
   check_error_at(error_of(R"(name: t

@@ -1200,6 +1200,10 @@ void derive_compute(const MapReader& top, const ComputeDraft& c, const Topology&
   }
   const double samples = sc.compute.samples_per_micro_batch;
   const Seconds forward(per_sample * samples / rate);
+  if (forward.seconds() > kMaxComputeSeconds)
+    r.fail(key, fmt::format("gives a forward of {} per micro-batch ({:.4g} FLOP at {:.4g} "
+                            "FLOP/s); more than an hour is a unit or model mistake",
+                            format_time(forward), per_sample * samples, rate));
   const double f_scale = forward.seconds() / sc.compute.forward.seconds();
   const double b_scale = 2.0 * forward.seconds() / sc.compute.backward.seconds();
   for (LayerSpec& l : sc.model.layers) {

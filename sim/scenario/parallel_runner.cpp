@@ -12,6 +12,7 @@
 
 #include "gradsync/config_error.hpp"
 #include "gradsync/nccl_tuner.hpp"
+#include "nearby_size.hpp"
 
 namespace gradsync::detail {
 namespace {
@@ -151,6 +152,13 @@ class GroupTimer {
   Seconds time(Simulation& sim, const CommRequest& r) {
     const Key key = key_of(r);
     if (auto it = timings_.find(key); it != timings_.end()) return it->second.first.time;
+    // A request of nearly the same size on the same group ran already (nearby_size.hpp).
+    if (const auto near = find_nearby_size(timings_, key); near != timings_.end()) {
+      auto entry = std::make_pair(scaled_timing(near->second.first,
+                                                r.bytes.bytes() / std::get<3>(near->first)),
+                                  near->second.second);
+      return timings_.emplace(key, std::move(entry)).first->second.first.time;
+    }
     const Prepared p = prepare(r);
     if (p.first.size() < 2 || !(r.bytes.bytes() > 0.0)) {
       auto& slot = timings_[key];
@@ -169,19 +177,30 @@ class GroupTimer {
   }
 
   // Durations of `a` and `b` started together, each with the algorithm it runs alone (time()
-  // first), over every group of both.
+  // first), over every group of both. run_together replays flows; a collective timed alone at
+  // step fidelity gets its time together scaled by (alone, its fidelity) / (alone, flows), so
+  // the slowdown the composer derives compares one fidelity with itself.
   std::pair<Seconds, Seconds> together(Simulation& sim, const CommRequest& a, const CommRequest& b) {
     (void)time(sim, a);
     (void)time(sim, b);
     const Prepared pa = prepare(a), pb = prepare(b);
-    const Algorithm alg_a = timings_.at(key_of(a)).second, alg_b = timings_.at(key_of(b)).second;
+    const auto& [timing_a, alg_a] = timings_.at(key_of(a));
+    const auto& [timing_b, alg_b] = timings_.at(key_of(b));
     const Plan plan_a = plan(pa, alg_a, a.bytes, Fidelity::Flow);
     const Plan plan_b = plan(pb, alg_b, b.bytes, Fidelity::Flow);
     const std::vector<PlanRun> runs{{&plan_a, &pa.devices_for(alg_a)},
                                     {&plan_b, &pb.devices_for(alg_b)}};
     const std::vector<Seconds> t = sim.run_together(runs);
     ++pairs_run_;
-    return {t[0], t[1]};
+    auto as_timed = [&](const CommRequest& r, const PlanTiming& alone, const Plan& flows,
+                        const std::vector<DeviceId>& devices, Seconds shared) {
+      if (alone.fidelity == Fidelity::Flow) return shared;
+      auto [it, fresh] = flow_alone_.try_emplace(key_of(r), Seconds(0.0));
+      if (fresh) it->second = sim.run_plan(flows, devices, Fidelity::Flow).time;
+      return it->second.seconds() > 0.0 ? shared * (alone.time / it->second) : shared;
+    };
+    return {as_timed(a, timing_a, plan_a, pa.devices_for(alg_a), t[0]),
+            as_timed(b, timing_b, plan_b, pb.devices_for(alg_b), t[1])};
   }
   [[nodiscard]] std::size_t pairs_run() const { return pairs_run_; }
 
@@ -197,6 +216,7 @@ class GroupTimer {
   const ParallelLayout& layout_;
   Fidelity fidelity_;
   std::map<Key, std::pair<PlanTiming, Algorithm>> timings_;
+  std::map<Key, Seconds> flow_alone_;  // alone at flow fidelity, for together() (see there)
   std::size_t pairs_run_ = 0;
 };
 

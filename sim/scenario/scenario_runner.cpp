@@ -13,6 +13,7 @@
 #include "gradsync/config_error.hpp"
 #include "gradsync/memory_model.hpp"
 #include "gradsync/nccl_tuner.hpp"
+#include "nearby_size.hpp"
 #include "parallel_runner.hpp"
 
 namespace gradsync {
@@ -74,8 +75,9 @@ class CollectiveTimer {
                                        bytes.bytes());
       auto it = cache_.find(key);
       if (it == cache_.end()) {
-        if (const PlanTiming* near = nearby(key)) {
-          it = cache_.emplace(key, scaled(*near, bytes.bytes() / std::get<3>(nearby_key_))).first;
+        if (const auto near = detail::find_nearby_size(cache_, key); near != cache_.end()) {
+          const double factor = bytes.bytes() / std::get<3>(near->first);
+          it = cache_.emplace(key, detail::scaled_timing(near->second, factor)).first;
         } else {
           CollectiveRequest r = group.base;
           r.op = op;
@@ -102,35 +104,10 @@ class CollectiveTimer {
 
  private:
   using Key = std::tuple<int, int, int, double>;
-  // Buckets of nearly one size (DDP's buckets of a transformer differ by a few biases and norms:
-  // 4h² + h and 4h² + 3h elements) share one simulation: a simulated size of the same group, op
-  // and algorithm within kSameSize of `key`'s, whose time and link bytes then scale with the
-  // bytes (an error below kSameSize: the latency part does not grow with the size).
-  static constexpr double kSameSize = 1e-3;
-  const PlanTiming* nearby(const Key& key) {
-    const auto [g, op, a, bytes] = key;
-    for (auto it = cache_.lower_bound({g, op, a, bytes * (1 - kSameSize)});
-         it != cache_.end() && std::get<0>(it->first) == g && std::get<1>(it->first) == op &&
-         std::get<2>(it->first) == a && std::get<3>(it->first) <= bytes * (1 + kSameSize);
-         ++it)
-      if (it->second.flows > 0 || it->second.time.seconds() > 0.0) {
-        nearby_key_ = it->first;
-        return &it->second;
-      }
-    return nullptr;
-  }
-  static PlanTiming scaled(const PlanTiming& t, double factor) {
-    PlanTiming out = t;
-    out.time = t.time * factor;
-    for (double& b : out.bytes_a_to_b) b *= factor;
-    for (double& b : out.bytes_b_to_a) b *= factor;
-    return out;
-  }
   Simulation& sim_;
   Fidelity fidelity_;
   SourceMark scenario_;
   std::map<Key, PlanTiming> cache_;
-  Key nearby_key_{};
   const PlanTiming* best_timing_ = nullptr;
 };
 
