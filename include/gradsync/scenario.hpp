@@ -126,6 +126,13 @@ struct CompressionSpec {
 inline constexpr Bytes kDdpBucketBytes{25.0 * 1048576.0};
 inline constexpr Bytes kDdpFirstBucketBytes{1048576.0};
 
+// A gradient bucket given as it was measured (a profiler trace, `gradsync import-trace`):
+// its bytes and when its last gradient was ready, from the start of the micro-batch's backward.
+struct ExplicitBucket {
+  Bytes bytes{0.0};
+  Seconds ready_at{0.0};
+};
+
 struct SyncSpec {
   SyncStrategy strategy = SyncStrategy::AllReduce;
   SyncAlgorithm algorithm = SyncAlgorithm::Auto;
@@ -134,6 +141,8 @@ struct SyncSpec {
   Bytes first_bucket = kDdpFirstBucketBytes;
   Overlap overlap = Overlap::Bucketed;
   CompressionSpec compression;
+  // sync.buckets: when given, these replace DDP's bucket rule (bucket/first_bucket), in order.
+  std::vector<ExplicitBucket> buckets;
 };
 
 // ---- parallel layout ---------------------------------------------------------------------

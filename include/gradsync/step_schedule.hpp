@@ -107,6 +107,8 @@ struct Bucket {
 // gives one bucket per layer at its end; Overlap::None keeps the DDP buckets (they run back to
 // back after backward), so none vs bucketed isolates the effect of overlap. test/data/
 // ddp_buckets holds the sizes PyTorch's DDP built for a GPT-2 model at two caps.
+// sync.buckets, when given, are returned as they are (no layers; params = bytes / bytes per
+// gradient element), whatever the overlap.
 [[nodiscard]] std::vector<Bucket> build_buckets(const ModelSpec& model, const SyncSpec& sync);
 
 // ---- what goes on the wire ----------------------------------------------------------------

@@ -63,12 +63,13 @@ const std::vector<std::string> kTopKeys{"name",     "topology", "topology_overri
 const std::vector<std::string> kModelKeys{"params", "grad_dtype", "layers",         "hidden",
                                           "vocab",  "seq_len",    "tie_embeddings", "preset"};
 const std::vector<std::string> kLayerKeys{"name",  "params", "forward", "backward",
-                                          "flops", "group",  "repeat"};
+                                          "flops", "group",  "repeat",  "tensors"};
 const std::vector<std::string> kComputeKeys{"forward", "backward", "optimizer",
                                             "samples_per_micro_batch", "mfu", "tflops"};
 const std::vector<std::string> kTrainingKeys{"accumulation", "steps"};
 const std::vector<std::string> kSyncKeys{"strategy",     "algorithm", "ps",         "bucket",
-                                         "first_bucket", "overlap",   "compression"};
+                                         "first_bucket", "overlap",   "compression", "buckets"};
+const std::vector<std::string> kBucketKeys{"bytes", "ready_at"};
 const std::vector<std::string> kPsKeys{"servers", "placement"};
 const std::vector<std::string> kParallelKeys{
     "data",     "shard_group",           "tensor",   "pipeline",
@@ -101,6 +102,7 @@ const std::vector<std::string>* scenario_keys_at(const std::string& path) {
   if (path == "sync.ps") return &kPsKeys;
   if (path == "parallel") return &kParallelKeys;
   if (path == "sync.compression") return &kCompressionKeys;
+  if (path == "sync.buckets.#") return &kBucketKeys;
   return nullptr;
 }
 
@@ -616,7 +618,7 @@ void check_set_path(const Override& o) {
     }
     schema += (schema.empty() ? "" : ".") + key;
     shown += (shown.empty() ? "" : ".") + key;
-    if (schema == "model.layers" && d + 1 < o.path.size()) {
+    if ((schema == "model.layers" || schema == "sync.buckets") && d + 1 < o.path.size()) {
       schema += ".#";
       shown += "." + o.path[++d];
     }
@@ -664,6 +666,35 @@ std::optional<Seconds> opt_compute_time(const MapReader& r, const std::string& k
                             format_time(*t)));
   return t;
 }
+// model.layers.N.tensors: the elements of each parameter tensor in registration order (what
+// DDP buckets), adding up to the layer's params.
+std::vector<double> read_tensors(const MapReader& l, double params) {
+  const YAML::Node node = l.node("tensors");
+  const auto items = config::sequence_of(node, l.file(), l.path("tensors"));
+  if (items.empty()) l.fail("tensors", "a tensor list needs at least one tensor");
+  if (items.size() > 1000000) l.fail("tensors", "at most 1000000 tensors per layer");
+  std::vector<double> tensors;
+  double sum = 0.0;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const SourceMark at = mark_of(items[k], l.file());
+    double n = 0.0;
+    try {
+      n = items[k].IsScalar() ? parse_param_count(items[k].Scalar()) : -1.0;
+    } catch (const UnitError& e) {
+      throw ConfigError(at, fmt::format("{}.{}: {}", l.path("tensors"), k, e.what()));
+    }
+    if (!(n > 0.0) || n >= kMaxParams)
+      throw ConfigError(at, fmt::format("{}.{}: expected a positive element count below 1e13",
+                                        l.path("tensors"), k));
+    tensors.push_back(n);
+    sum += n;
+  }
+  if (std::abs(sum - params) > 1e-9 * std::max(1.0, params))
+    l.fail("tensors", fmt::format("add up to {} elements, and the layer's params are {}",
+                                  fmt::format("{:.0f}", sum), fmt::format("{:.0f}", params)));
+  return tensors;
+}
+
 // A layer's forward FLOPs (a weight for sharing out compute): finite and at most 1e24, so that
 // 100000 layers still add up to a finite total.
 constexpr double kMaxLayerFlops = 1e24;
@@ -743,6 +774,7 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
     e.layer.params = count_of(l, "params", true);
     e.layer.group = l.opt_string("group").value_or("");
     e.repeat = l.opt_integer("repeat", 1, kMaxLayers).value_or(1);
+    if (l.has("tensors")) e.layer.tensors = read_tensors(l, e.layer.params);
     const auto fwd = opt_compute_time(l, "forward");
     const auto bwd = opt_compute_time(l, "backward");
     if (fwd.has_value() != bwd.has_value())
@@ -983,6 +1015,32 @@ CompressionSpec read_compression(const MapReader& sync) {
   return c;
 }
 
+// sync.buckets: [{bytes: 1MiB, ready_at: 2ms}, ...] in the order they become ready.
+std::vector<ExplicitBucket> read_explicit_buckets(const MapReader& r) {
+  const auto items = config::sequence_of(r.node("buckets"), r.file(), "sync.buckets");
+  if (items.empty()) r.fail("buckets", "an explicit bucket list needs at least one bucket");
+  if (items.size() > 1000000) r.fail("buckets", "at most 1000000 buckets");
+  std::vector<ExplicitBucket> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const MapReader b(items[i], r.file(), fmt::format("sync.buckets.{}", i), kBucketKeys);
+    ExplicitBucket e;
+    e.bytes = b.size("bytes");
+    if (!(e.bytes.bytes() > 0.0) || e.bytes.bytes() > kMaxBucketBytes)
+      b.fail("bytes", fmt::format("must be positive and at most 1 TiB, got {}",
+                                  format_size(e.bytes)));
+    e.ready_at = b.time("ready_at");
+    if (e.ready_at.seconds() < 0.0) b.fail("ready_at", "must be at least 0");
+    if (e.ready_at.seconds() > kMaxComputeSeconds)
+      b.fail("ready_at", "must be within the backward (at most 1h)");
+    if (!out.empty() && e.ready_at < out.back().ready_at)
+      b.fail("ready_at", fmt::format("is before sync.buckets.{}.ready_at ({}): buckets are "
+                                     "listed in the order they become ready",
+                                     i - 1, format_time(out.back().ready_at)));
+    out.push_back(e);
+  }
+  return out;
+}
+
 SyncSpec read_sync(const MapReader& top) {
   SyncSpec s;
   if (!top.has("sync")) return s;
@@ -1008,7 +1066,41 @@ SyncSpec read_sync(const MapReader& top) {
   else
     s.overlap = *overlap_from_string(r.opt_choice("overlap", kOverlaps).value_or("bucketed"));
   if (r.has("compression")) s.compression = read_compression(r);
+  if (r.has("buckets")) s.buckets = read_explicit_buckets(r);
   return s;
+}
+
+// Checks of sync.buckets against the model, the compute and the other sync keys: they are the
+// gradients of this model, ready during its backward, and they replace DDP's bucket rule.
+void check_explicit_buckets(const MapReader& top, const Scenario& sc) {
+  if (sc.sync.buckets.empty()) return;
+  const MapReader r(top.node("sync"), top.file(), "sync", kSyncKeys);
+  for (const char* key : {"bucket", "first_bucket"})
+    if (r.has(key))
+      r.fail(key, "sync.buckets gives the buckets themselves; remove sync.bucket and "
+                  "sync.first_bucket (DDP's rule for building them)");
+  if (sc.sync.overlap == Overlap::Layerwise)
+    r.fail("overlap", "layerwise makes one bucket per layer; it cannot be used with sync.buckets");
+  if (!sc.parallel.plain())
+    r.fail("buckets", "applies to plain data parallelism (parallel.data: ddp, tensor and "
+                      "pipeline 1)");
+  Bytes sum{0.0};
+  for (const ExplicitBucket& b : sc.sync.buckets) sum += b.bytes;
+  const Bytes grads = sc.model.grad_bytes();
+  if (std::abs(sum.bytes() - grads.bytes()) > 0.01 * grads.bytes())
+    r.fail("buckets", fmt::format("add up to {}, and the model's gradients are {} ({} parameters "
+                                  "× {:g} bytes): they must agree within 1 %",
+                                  format_size(sum), format_size(grads),
+                                  fmt::format("{:.0f}", sc.model.total_params()),
+                                  sc.model.bytes_per_grad()));
+  const auto items = config::sequence_of(r.node("buckets"), r.file(), "sync.buckets");
+  for (std::size_t i = 0; i < sc.sync.buckets.size(); ++i)
+    if (sc.sync.buckets[i].ready_at > sc.compute.backward)
+      throw ConfigError(
+          MapReader(items[i], r.file(), fmt::format("sync.buckets.{}", i), kBucketKeys)
+              .mark("ready_at"),
+          fmt::format("sync.buckets.{}.ready_at: {} is after the backward ends ({})", i,
+                      format_time(sc.sync.buckets[i].ready_at), format_time(sc.compute.backward)));
 }
 
 // `data_from_set`: parallel.data comes from a --set (a what-if), so the file's keys of its
@@ -1331,6 +1423,7 @@ LoadedScenario load(const std::string& text, const std::string& file,
                fmt::format("the topology {} has {} GPUs", out.topology.topology.name(), available));
     const std::uint32_t used = sc.gpus.value_or(available);
     check_parallel(top, sc, used, out.topology.topology);
+    check_explicit_buckets(top, sc);
     const bool nvls = sc.sync.algorithm == SyncAlgorithm::Nvls;
     if (sc.sync.strategy == SyncStrategy::AllReduce &&
         (nvls || sc.sync.algorithm == SyncAlgorithm::NvlsTree)) {

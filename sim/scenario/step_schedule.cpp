@@ -274,6 +274,11 @@ std::vector<LayerSpec> equal_layers(double params, std::uint32_t count, Seconds 
 std::vector<Bucket> build_buckets(const ModelSpec& model, const SyncSpec& sync) {
   const double bpg = model.bytes_per_grad();
   std::vector<Bucket> buckets;
+  if (!sync.buckets.empty()) {
+    for (const ExplicitBucket& b : sync.buckets)
+      buckets.push_back(Bucket{b.bytes, b.bytes.bytes() / bpg, {}, b.ready_at});
+    return buckets;
+  }
   Bucket current;
   Bytes limit = sync.first_bucket;
   auto close = [&] {
