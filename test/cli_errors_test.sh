@@ -109,6 +109,25 @@ check_usage() {
     pass "$name"
   fi
 }
+# import-trace: malformed, foreign, missing and size-less traces (nothing written).
+traces=$(cd "$dir/../traces" && pwd)
+printf '[\n{"name": "a", "ph": "X", "ts": 1, "dur": 2},\n{"name": tru}\n]' >"$work/bad.json"
+if run "import-trace malformed JSON" import-trace "$work/bad.json" -o "$work/s.yaml"; then
+  check_error "import-trace malformed JSON" "$work/bad.json:3:" "malformed JSON"
+fi
+printf '{"a": 1}' >"$work/foreign.json"
+if run "import-trace foreign JSON" import-trace "$work/foreign.json" -o "$work/s.yaml"; then
+  check_error "import-trace foreign JSON" "$work/foreign.json:1:1: error: " "expected a PyTorch profiler trace"
+fi
+if run "import-trace missing trace" import-trace "$work/none.json" -o "$work/s.yaml"; then
+  check_error "import-trace missing trace" "$work/none.json: error: " "cannot open"
+fi
+legacy=$traces/gpt2-l4-h256-v1000-cap0.5-rank0.json
+if run "import-trace legacy trace without --model" import-trace "$legacy" -o "$work/s.yaml" --world-size 2; then
+  check_error "import-trace legacy trace without --model" "$legacy:1:1: error: " "give --model"
+fi
+if [[ -e $work/s.yaml ]]; then fail "import-trace errors" "a scenario was written"; fi
+
 if run "topo without a file" topo; then check_usage "topo without a file"; fi
 if run "unknown subcommand" bogus; then check_usage "unknown subcommand"; fi
 if run "no subcommand"; then check_usage "no subcommand"; fi

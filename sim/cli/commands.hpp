@@ -2,6 +2,7 @@
 // sets a callback; callbacks throw ConfigError for bad input (main maps it to exit code 2).
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "gradsync/engine.hpp"
@@ -22,12 +23,15 @@ void add_merge_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_advise_command(CLI::App& app);
 void add_models_command(CLI::App& app);
+void add_import_trace_command(CLI::App& app);
 // Thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal; calibrate: 3).
 struct ExitStatus { int code; };
 // The whole file at `path`; a file that cannot be read is bad input: ConfigError
 // "gradsync COMMAND OPTION: error: cannot open 'PATH'".
 [[nodiscard]] std::string read_input_file(const std::string& path, const std::string& command,
                                           const std::string& option);
+// Writes `text` to `path` (ConfigError "PATH: error: cannot write file").
+void write_output_file(const std::filesystem::path& path, const std::string& text);
 // One progress line for a terminal (Simulation::set_progress): "routing 4096 of 98304
 // connections" while the platform is built, else "37 % of 8190 flows, 3.2 ms simulated".
 [[nodiscard]] std::string progress_text(const RunProgress& progress);

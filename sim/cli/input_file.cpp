@@ -1,4 +1,4 @@
-// Reading a whole input file for a command (see commands.hpp).
+// Reading a whole input file for a command, writing an output file (see commands.hpp).
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +18,13 @@ std::string read_input_file(const std::string& path, const std::string& command,
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+void write_output_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
+  out << text;
+  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
 }
 
 }  // namespace gradsync::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   gradsync::cli::add_report_command(app);
   gradsync::cli::add_advise_command(app);
   gradsync::cli::add_models_command(app);
+  gradsync::cli::add_import_trace_command(app);
   try {
     app.parse(argc, argv);
   } catch (const gradsync::cli::ExitStatus& status) {

@@ -319,13 +319,6 @@ nlohmann::json trace_json(const ScenarioResult& r, const LoadedScenario& loaded)
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
-  out << text;
-  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
-}
-
 void run(const RunCliOptions& o) {
   const LoadedScenario loaded = load_scenario_file(o.file, o.sets);
   RunOptions options;
@@ -350,13 +343,13 @@ void run(const RunCliOptions& o) {
     std::cout << json.dump(2) << '\n';
   else
     print_text(result, loaded);
-  if (!o.trace.empty()) write_file(o.trace, trace_json(result, loaded).dump() + "\n");
+  if (!o.trace.empty()) write_output_file(o.trace, trace_json(result, loaded).dump() + "\n");
   if (!o.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);
     if (ec) throw ConfigError(SourceMark{o.out_dir, 0, 0}, "cannot create directory: " + ec.message());
-    write_file(std::filesystem::path(o.out_dir) / "result.json", json.dump(2) + "\n");
-    write_file(std::filesystem::path(o.out_dir) / "trace.json",
+    write_output_file(std::filesystem::path(o.out_dir) / "result.json", json.dump(2) + "\n");
+    write_output_file(std::filesystem::path(o.out_dir) / "trace.json",
                trace_json(result, loaded).dump() + "\n");
   }
 }

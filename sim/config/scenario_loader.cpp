@@ -1095,7 +1095,7 @@ void check_explicit_buckets(const MapReader& top, const Scenario& sc) {
                                   sc.model.bytes_per_grad()));
   const auto items = config::sequence_of(r.node("buckets"), r.file(), "sync.buckets");
   for (std::size_t i = 0; i < sc.sync.buckets.size(); ++i)
-    if (sc.sync.buckets[i].ready_at > sc.compute.backward)
+    if (sc.sync.buckets[i].ready_at.seconds() > sc.compute.backward.seconds() + 1e-9)
       throw ConfigError(
           MapReader(items[i], r.file(), fmt::format("sync.buckets.{}", i), kBucketKeys)
               .mark("ready_at"),
@@ -1423,6 +1423,16 @@ LoadedScenario load(const std::string& text, const std::string& file,
                fmt::format("the topology {} has {} GPUs", out.topology.topology.name(), available));
     const std::uint32_t used = sc.gpus.value_or(available);
     check_parallel(top, sc, used, out.topology.topology);
+    // A --set of DDP's bucket rule on a scenario with explicit buckets (an imported trace) is
+    // a what-if of bucket sizes: the file's buckets are set aside, its layers are bucketed.
+    const bool rule_from_set = std::any_of(sets.begin(), sets.end(), [](const std::string& s) {
+      return s.rfind("sync.bucket=", 0) == 0 || s.rfind("sync.first_bucket=", 0) == 0;
+    });
+    if (rule_from_set && !sc.sync.buckets.empty()) {
+      sc.sync.buckets.clear();
+      sc.notes.push_back(fmt::format("sync.buckets of {} set aside: --set sync.bucket makes DDP's "
+                                     "rule bucket the layers' tensors", file));
+    }
     check_explicit_buckets(top, sc);
     const bool nvls = sc.sync.algorithm == SyncAlgorithm::Nvls;
     if (sc.sync.strategy == SyncStrategy::AllReduce &&
