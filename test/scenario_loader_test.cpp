@@ -579,3 +579,59 @@ model: {params: 7B, grad_dtype: bf16}
 compute: {mfu: 0.4, samples_per_micro_batch: 1}
 )"), 4, 16, "needs the model's FLOPs");
 }
+
+TEST_CASE("the resnet-50 preset has fixed layers and no transformer dimensions") {
+  const std::string resnet = R"(name: r
+topology: ../topologies/pcie-4gpu.yaml
+model: {preset: resnet-50, grad_dtype: fp32}
+compute: {forward: 30ms, backward: 60ms, samples_per_micro_batch: 32}
+)";
+  const LoadedScenario l = load_scenario_text(resnet, kInline);
+  CHECK(l.scenario.model.total_params() == 25'557'032);
+  CHECK(l.scenario.model.layers.size() == 18);
+  CHECK(l.scenario.model.hidden == 0.0);  // nothing for tensor or pipeline parallelism to move
+  std::string with_layers = resnet;
+  with_layers.replace(with_layers.find("grad_dtype"), 10, "layers: 4, grad_dtype");
+  check_error_at(error_of(with_layers), 3, 36, "fixed layers");
+  check_error_at(error_of(resnet + "parallel: {tensor: 2}\n"), 5, 20, "needs model.hidden");
+}
+
+TEST_CASE("sync.buckets and layer tensors: checked against the model and its backward") {
+  const std::string base = R"(name: b
+topology: ../topologies/pcie-4gpu.yaml
+model:
+  grad_dtype: fp32
+  layers:
+    - {name: a, params: 1M, forward: 2ms, backward: 4ms, tensors: [750000, 250000]}
+    - {name: b, params: 3M, forward: 3ms, backward: 6ms}
+compute: {samples_per_micro_batch: 32}
+sync:
+  strategy: allreduce
+  buckets:
+    - {bytes: 12MB, ready_at: 6ms}
+    - {bytes: 4MB, ready_at: 10ms}
+)";
+  const LoadedScenario l = load_scenario_text(base, kInline);
+  const auto buckets = build_buckets(l.scenario.model, l.scenario.sync);
+  REQUIRE(buckets.size() == 2);
+  CHECK(buckets[0].bytes.bytes() == 12e6);
+  CHECK(buckets[1].ready_offset.seconds() == doctest::Approx(0.010));
+  CHECK(l.scenario.model.layers[0].tensors == std::vector<double>{750000, 250000});
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  check_error_at(error_of(with("12MB", "11MB")), 12, 5, "must agree within 1 %");
+  check_error_at(error_of(with("ready_at: 10ms", "ready_at: 11ms")), 13, 30, "after the backward ends");
+  check_error_at(error_of(with("ready_at: 6ms", "ready_at: 16ms")), 13, 30, "in the order they become ready");
+  check_error_at(error_of(with("250000]", "250001]")), 6, 67, "add up to 1000001 elements");
+  check_error_at(error_of(base + "  bucket: 25MiB\n"), 14, 11, "remove sync.bucket");
+  check_error_at(error_of(base + "  overlap: layerwise\n"), 14, 12, "cannot be used with sync.buckets");
+  // A --set of DDP's rule sets the explicit buckets aside, with a note.
+  const LoadedScenario rule = load_scenario_text(base, kInline, {"sync.bucket=512KiB"});
+  CHECK(rule.scenario.sync.buckets.empty());
+  REQUIRE(rule.scenario.notes.size() == 1);
+  CHECK(contains(rule.scenario.notes[0], "sync.buckets"));
+  CHECK(build_buckets(rule.scenario.model, rule.scenario.sync).size() == 3);  // 12 MB, 1 MB, 3 MB
+}

@@ -1,4 +1,4 @@
-// Published language models as presets (`model: {preset: llama-2-7b}`): their dimensions with
+// Published models as presets (`model: {preset: llama-2-7b}`): their dimensions with
 // a source each, and their layers with the parameter tensors their reference implementation
 // registers, so parameter counts come out exact (Llama 2 7B: 6,738,415,616, as its Hugging Face
 // checkpoint) and DDP's buckets (build_buckets) see the real tensors. Pure functions.
@@ -14,6 +14,14 @@
 //           up h·f, down f·h; two norms h (kv = kv_heads · h/heads); untied embedding and
 //           head V·h, final norm h.
 //   Mixtral Llama's attention, a router h·E and E experts of gate, up, down (h·f each).
+//   Vit     Vision Transformer (pre-norm): GPT-2's block tensors; patch embedding conv
+//           3·p²·h (no bias), class token h, position embeddings s·h (s = patches + 1), ln_pre
+//           2h; ln_post 2h and a projection h·V (`vocab` = the projection's width).
+//   ResNet  torchvision ResNet-50 v1.5: stem conv 7×7 + BN, 16 bottlenecks (1×1, 3×3 with
+//           the stride, 1×1 convs without biases, a BN of weight and bias after each, a 1×1 +
+//           BN downsample opening each stage), fc 2048·1000 + 1000; its dimensions are fixed
+//           (no layers/hidden/vocab/seq_len overrides), forward FLOPs from each conv's
+//           multiply-adds at 224×224.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +35,7 @@
 
 namespace gradsync {
 
-enum class PresetArch { Gpt, Bert, Llama, Mixtral };
+enum class PresetArch { Gpt, Bert, Llama, Mixtral, Vit, ResNet };
 
 struct ModelPreset {
   std::string_view name;

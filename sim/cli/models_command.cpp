@@ -22,9 +22,14 @@ std::string_view arch_name(PresetArch a) {
     case PresetArch::Bert: return "bert";
     case PresetArch::Llama: return "llama";
     case PresetArch::Mixtral: return "mixtral";
+    case PresetArch::Vit: return "vit";
+    case PresetArch::ResNet: return "resnet";
   }
   return "";
 }
+
+// A dimension for the table: "-" where the architecture has none (ResNet's heads, context).
+std::string dim(double v) { return v > 0.0 ? fmt::format("{:.0f}", v) : "-"; }
 
 double params_of(const ModelPreset& p) {
   const auto layers = preset_layers(p, preset_dims(p), Seconds(1.0), Seconds(2.0));
@@ -58,11 +63,12 @@ void run_models(bool json) {
   for (const ModelPreset& p : model_presets()) {
     std::cout << fmt::format("{:<14} {:<8} {:>17} {:>6} {:>6} {:>6} {:>5} {:>4} {:>7} {:>6}  {}\n",
                              p.name, arch_name(p.arch),
-                             fmt::format("{:.0f}", params_of(p)), p.blocks, p.hidden, p.ffn,
-                             p.heads, p.kv_heads, p.vocab, p.seq_len, p.source);
+                             fmt::format("{:.0f}", params_of(p)), p.blocks, dim(p.hidden),
+                             dim(p.ffn), dim(p.heads), dim(p.kv_heads), dim(p.vocab),
+                             dim(p.seq_len), p.source);
   }
   std::cout << "use: model: {preset: NAME}; layers, hidden, vocab, seq_len and params override "
-               "the preset's\n";
+               "a transformer preset's (ViT's vocab: its projection width; resnet-50 is fixed)\n";
 }
 
 }  // namespace

@@ -864,6 +864,11 @@ std::vector<LayerSpec> read_named_preset(const MapReader& m, const MapReader& to
   if (m.has("tie_embeddings"))
     m.fail("tie_embeddings", fmt::format("is fixed by the preset's architecture ({})", preset.name));
   PresetDims d = preset_dims(preset);
+  if (preset.arch == PresetArch::ResNet)
+    for (const char* key : {"layers", "hidden", "vocab", "seq_len", "params"})
+      if (m.has(key))
+        m.fail(key, fmt::format("{} is a convolutional network with fixed layers; remove {}",
+                                preset.name, key));
   if (m.has("layers")) d.blocks = static_cast<std::uint32_t>(m.integer("layers", 1, kMaxLayers - 2));
   if (m.has("hidden")) d.hidden = static_cast<double>(m.integer("hidden", 1, kMaxHidden));
   if (m.has("vocab")) d.vocab = static_cast<double>(m.integer("vocab", 1, kMaxVocab));
@@ -890,9 +895,11 @@ std::vector<LayerSpec> read_named_preset(const MapReader& m, const MapReader& to
         for (double& n : l.tensors) n *= scale;
       }
   }
-  model.hidden = d.hidden;
-  model.vocab = d.vocab;
-  model.seq_len = d.seq_len;
+  if (preset.arch != PresetArch::ResNet) {  // a CNN has no tokens of a width to move
+    model.hidden = d.hidden;
+    model.vocab = d.vocab;
+    model.seq_len = d.seq_len;
+  }
   return layers;
 }
 
