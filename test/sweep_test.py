@@ -9,6 +9,9 @@ Cases (each one CTest test, each a few seconds on small scenarios):
                 shards are reported
   kill_resume   a sweep SIGKILLed mid-way leaves no worker behind; --resume ends with every
                 point exactly once, keeps what had finished, and drops a torn line
+  interrupt_resume  SIGTERM and SIGINT sent to the sweep's whole process group (Slurm's time
+                limit, scancel, Ctrl-C) at random moments, then --resume: every point exactly
+                once, none recorded as failed, no SimGrid abort
   failing_point a point that fails (bad value, time limit) is recorded with its error and the
                 sweep goes on; exit 4
   baseline      --baseline/--max-regression exits 3 and names the regressed point
@@ -228,6 +231,43 @@ def case_kill_resume(tmp):
         check(len(jsonl(os.path.join(out2, "results.jsonl"))) == stored,
               "after SIGTERM results.jsonl holds exactly the stored points")
         check("continue with --resume" in err, f"SIGTERM message: {err}")
+
+
+def case_interrupt_resume(tmp):
+    import random
+    rng = random.Random(20261204)
+    sweep = write(os.path.join(tmp, "s.yaml"),
+                  f"base: {SCENARIO}\ngrid:\n  topology_overrides.nodes: [1, 2, 3, 4, 5, 6]\n"
+                  "  sync.algorithm: [ring, tree, hierarchical]\n"
+                  "  sync.overlap: [bucketed, none, layerwise]\n")  # 54 points
+    out_dir = os.path.join(tmp, "out")
+    points = os.path.join(out_dir, "points")
+    stopped = 0
+    for trial in range(6):
+        sig = signal.SIGTERM if trial % 2 == 0 else signal.SIGINT
+        args = [GRADSYNC, "sweep", sweep, "-o", out_dir, "-j", "2"] + (["--resume"] if trial else [])
+        # Its own session: the signal goes to the sweep and its workers together, as Slurm and
+        # a terminal send it.
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        time.sleep(rng.uniform(0.1, 0.6))
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+            stopped += 1
+        _, err = proc.communicate()
+        check(proc.returncode in (0, 128 + sig), f"trial {trial}: exit {proc.returncode}: {err[-500:]}")
+        check("Probable bug" not in err and "Aborted" not in err, f"trial {trial}: SimGrid abort: {err[-500:]}")
+        for n in os.listdir(points) if os.path.isdir(points) else []:
+            if n.endswith(".json"):
+                record = json.loads(read(os.path.join(points, n)))
+                check(record["ok"], f"trial {trial}: {n} recorded as failed: {record.get('error')}")
+    check(stopped >= 4, f"only {stopped} of 6 trials were interrupted mid-sweep (make the sweep longer)")
+    rc, out, err = run("sweep", sweep, "-o", out_dir, "-j", "2", "--resume")
+    check(rc == 0, f"final resume exit {rc}: {err}")
+    records = jsonl(os.path.join(out_dir, "results.jsonl"))
+    ids = [r["point"] for r in records]
+    check(len(ids) == 54 and len(set(ids)) == 54, f"every point exactly once: {len(ids)} lines, {len(set(ids))} ids")
+    check(all(r["ok"] for r in records), "no point recorded as failed")
 
 
 def case_failing_point(tmp):

@@ -1,5 +1,5 @@
 // `gradsync sweep SWEEP -o DIR [-j N] [--shard I/N] [--resume] [--baseline OLD.csv
-//  --max-regression 5%]`: runs every point of a sweep file (DESIGN.md §5.3, §6) as its own
+//  --max-regression 5%]`: runs every point of a sweep file (docs/reference.md, Sweep files) as its own
 // `gradsync run BASE --set ... --json` process (one SimGrid simulation per process), at most N
 // at once, and stores each point's result atomically as it finishes (see
 // sim/sweep/sweep_results.hpp), so a killed sweep resumes with --resume and shards merge.
@@ -8,7 +8,8 @@
 // that already holds another run); 3 the --baseline gate failed (a point's step_time_s grew
 // by more than --max-regression, or a point that ran in the baseline now fails); 4 the sweep
 // finished but some points failed (each recorded with its error); 128+N interrupted by signal
-// N (what finished is kept; --resume continues); 1 a bug.
+// N, the sweep's or its workers' (what finished is kept, an interrupted point is never
+// recorded as failed; --resume continues); 1 a bug.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -298,7 +299,8 @@ void sweep_run(const SweepCliOptions& o) {
   install_stop_handlers();
   sweep::WorkerPool pool("/proc/self/exe", limit);
   Progress progress(todo.size());
-  std::size_t next = 0, ran = 0;
+  std::size_t next = 0, ran = 0, interrupted = 0;
+  int interrupt_signal = SIGTERM;
   const std::string base = spec.base.string();
   while ((next < todo.size() || pool.running() > 0) && g_stop_signal == 0) {
     while (next < todo.size() && pool.running() < jobs && g_stop_signal == 0) {
@@ -318,6 +320,14 @@ void sweep_run(const SweepCliOptions& o) {
     }
     for (const sweep::WorkerResult& w : pool.collect(std::chrono::milliseconds(250))) {
       const SweepPoint& p = *todo[w.tag];
+      // A point stopped by an interrupt, or that failed while the sweep itself is being
+      // stopped, is not recorded: it stays unfinished and --resume runs it.
+      const bool failed = sweep::worker_failure(w, limit).has_value();
+      if (sweep::worker_interrupted(w) || (failed && g_stop_signal != 0)) {
+        ++interrupted;
+        interrupt_signal = w.signal != 0 ? w.signal : w.exit_code - 128;
+        continue;
+      }
       // The durable record: from here on, the point is done.
       const Json record = record_of_worker(p, w, limit);
       PointRecord r = sweep::store_point(dir, record);
@@ -368,6 +378,7 @@ void sweep_run(const SweepCliOptions& o) {
              {"ran", ran},
              {"reused", records.size() - ran},
              {"failed", failures},
+             {"interrupted", interrupted},
              {"wall_s", wall},
              {"results_csv", (dir / "results.csv").string()},
              {"results_jsonl", (dir / "results.jsonl").string()}};
@@ -412,8 +423,12 @@ void sweep_run(const SweepCliOptions& o) {
     }
   }
   std::cout.flush();
+  if (interrupted > 0)
+    std::cerr << fmt::format("sweep: {} points were stopped by a signal to their worker and are "
+                             "not recorded; --resume runs them\n", interrupted);
   if (gate && !gate->regressions.empty()) throw ExitStatus{3};
-  if (!failed.empty()) throw ExitStatus{4};
+  if (!failed.empty()) throw ExitStatus{4};  // 4: real failures only
+  if (interrupted > 0) throw ExitStatus{128 + interrupt_signal};
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 // flow_replay.cpp (flow fidelity with its exact reductions, flow_symmetry.hpp).
 #pragma once
 
+#include <unistd.h>
+
+#include <csignal>
+
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
@@ -175,6 +179,16 @@ struct Simulation::Impl {
   std::vector<std::uint32_t> local_order;
   std::unordered_map<std::uint64_t, detail::FlowShape> flow_shapes;
 
+  // SimGrid's SIGINT handler calls exit() in the middle of a simulation: its atexit checks
+  // then find live actions and abort ("Probable bug ... not removed", signal 6). An interrupted
+  // simulation has nothing to save, so Ctrl-C ends the process at once with 128 + SIGINT.
+  static void exit_at_once_on_interrupt() {
+    struct sigaction sa {};
+    sa.sa_handler = [](int signal) { ::_exit(128 + signal); };
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+  }
+
   Impl(const Topology& topo, const std::vector<std::string>& simgrid_args, std::uint64_t seed)
       : topology(&topo), router(topo), ecmp_seed(seed) {
     args_storage.emplace_back("gradsync");
@@ -184,6 +198,7 @@ struct Simulation::Impl {
     argv.push_back(nullptr);
     argc = static_cast<int>(args_storage.size());
     engine = std::make_unique<sg4::Engine>(&argc, argv.data());
+    exit_at_once_on_interrupt();
     nccl = topo.software() == SoftwareModel::Nccl;
     if (topo.roce()) {
       bool roce_links = false;

@@ -78,6 +78,12 @@ std::chrono::milliseconds parse_worker_limit(const std::string& text) {
   }
 }
 
+bool worker_interrupted(const WorkerResult& w) {
+  for (int s : {SIGINT, SIGTERM, SIGHUP})
+    if (w.signal == s || (!w.timed_out && w.signal == 0 && w.exit_code == 128 + s)) return true;
+  return false;
+}
+
 std::optional<std::string> worker_failure(const WorkerResult& w, std::chrono::milliseconds limit) {
   std::string err = w.err;
   while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();

@@ -25,6 +25,11 @@ struct WorkerResult {
   double wall_s = 0.0;
 };
 
+// The worker was stopped by an interrupt (SIGINT, SIGTERM, SIGHUP, or exited 128 + one of them,
+// as gradsync does on SIGINT): what Ctrl-C, Slurm's time limit, scancel and Kubernetes'
+// eviction send to a whole process group. Such a point did not fail; it did not finish.
+[[nodiscard]] bool worker_interrupted(const WorkerResult& w);
+
 // CPUs this process may run on (its affinity mask), at least 1: the default number of workers.
 [[nodiscard]] unsigned available_cpus();
 
