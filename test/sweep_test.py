@@ -12,7 +12,8 @@ Cases (each one CTest test, each a few seconds on small scenarios):
   interrupt_resume  SIGTERM and SIGINT sent to the sweep's whole process group (Slurm's time
                 limit, scancel, Ctrl-C) at random moments, then --resume: every point exactly
                 once, none recorded as failed, no SimGrid abort
-  failing_point a point that fails (bad value, time limit) is recorded with its error and the
+  failing_point a bad value stops the sweep before any point runs (exit 2); with --keep-going a
+                point that fails (bad value, time limit) is recorded with its error and the
                 sweep goes on; exit 4
   baseline      --baseline/--max-regression exits 3 and names the regressed point
   bad_input     bad sweep files and options exit 2 with one line "file:line:col: error: ..."
@@ -275,7 +276,10 @@ def case_failing_point(tmp):
                   f"base: {SCENARIO}\ngrid:\n  sync.algorithm: [ring, rng, tree]\n")
     out_dir = os.path.join(tmp, "out")
     rc, out, err = run("sweep", sweep, "-o", out_dir, "-j", "1")
-    check(rc == 4, f"a failed point gives exit 4, got {rc}: {err}")
+    check(rc == 2 and "'rng' is not one of" in err and not os.path.exists(out_dir),
+          f"a bad value stops the sweep before any point runs: {rc} {err}")
+    rc, out, err = run("sweep", sweep, "-o", out_dir, "-j", "1", "--keep-going")
+    check(rc == 4, f"with --keep-going a failed point gives exit 4, got {rc}: {err}")
     records = jsonl(os.path.join(out_dir, "results.jsonl"))
     check([r["ok"] for r in records] == [True, False, True], f"the sweep goes on after a failure: {[r['ok'] for r in records]}")
     bad = records[1]
@@ -287,12 +291,12 @@ def case_failing_point(tmp):
     check(rows[2].startswith("rng,") and ",false," in rows[2] and "'rng' is not one of" in rows[2],
           f"results.csv row of the failed point: {rows[2]}")
     # --json summary lists it.
-    rc, out, err = run("sweep", sweep, "-o", out_dir, "--resume", "--json")
+    rc, out, err = run("sweep", sweep, "-o", out_dir, "--resume", "--json", "--keep-going")
     summary = json.loads(out)
     check(rc == 4 and summary["ran"] == 0 and [f["point"] for f in summary["failed"]] == [bad["point"]],
           f"--json summary: {out}")
     # A point over the time limit is killed and recorded: no worker starts in 1 ms.
-    rc, out, err = run("sweep", sweep, "-o", os.path.join(tmp, "slow"), "--timeout", "1ms")
+    rc, out, err = run("sweep", sweep, "-o", os.path.join(tmp, "slow"), "--timeout", "1ms", "--keep-going")
     rec = jsonl(os.path.join(tmp, "slow", "results.jsonl"))
     check(rc == 4 and len(rec) == 3 and all("timed out after 1 ms" in (r["error"] or "") for r in rec),
           f"time limit: {rc} {[r['error'] for r in rec] if rec else err}")
@@ -347,6 +351,11 @@ BAD_FILES = [
     ("base: {base}\ngrid:\n  sync.algorithm: [ring]\n  sync.algorithm: [tree]\n", "4:3", "duplicate"),
     ("base: {base}\ngrid:\n  a.b: [{hundred}]\n  c.d: [{hundred}]\n  e.f: [{hundred}]\n", "2:1", "at most 100000"),
     ("base: {base}\ngrid:\n\tsync.algorithm: [ring]\n", "3:1", "tab"),
+    # Every point is checked before any runs: a bad value at its position, a bad combination
+    # at the point's first value.
+    ("base: {base}\ngrid:\n  topology_overrides.nodes: [1, -2]\n", "3:33", "must be between 1 and 100000, got -2 (point 1"),
+    ("base: {base}\ngrid:\n  sync.algorithm: [ring]\n  sync.compression: [none, int3]\n", "4:28", "'int3' is not one of"),
+    ("base: {base}\ngrid:\n  topology_overrides.nodes: [2, 1]\n  gpus: [8]\n", "4:10", "has 4 GPUs (point 1: topology_overrides.nodes=1, gpus=8"),
 ]
 
 

@@ -1,5 +1,6 @@
-// Sweeps (DESIGN.md §5.3): one base scenario and the points to run it at. A point is a list of
-// `--set key=value` overrides (the CLI's --set, topology_overrides.* included) and a stable id.
+// Sweeps (examples/sweeps/README.md): one base scenario and the points to run it at. A point
+// is a list of `--set key=value` overrides (the CLI's --set, topology_overrides.* included)
+// and a stable id.
 //
 //   base: ../../scenarios/resnet50-pcie-2node-10gbe.yaml   # relative to the sweep file
 //   zip:                                     # lists walked together (equal lengths)
@@ -26,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -100,5 +102,12 @@ struct SweepShard {
 // as ConfigErrors (an unknown key at its position in the sweep file). A bad *value* is left to
 // its points: it may be valid in some combinations, and a failed point is recorded, not fatal.
 void check_sweep_keys(const SweepSpec& spec);
+// Loads the base with each point's sets (scenario and topology after its overrides; no
+// simulation): the first point that is not a valid scenario is a ConfigError at the position of
+// its value in the sweep file (a value rejected on its own), or of its first value (a
+// combination the scenario rejects), naming the point. `progress` is called with the number
+// checked so far.
+void check_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                        const std::function<void(std::size_t)>& progress = {});
 
 }  // namespace gradsync

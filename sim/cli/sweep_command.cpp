@@ -53,6 +53,7 @@ struct SweepCliOptions {
   unsigned jobs = 0;
   std::string shard;
   bool resume = false;
+  bool keep_going = false;
   std::string baseline;
   std::string max_regression = "5%";
   std::string timeout = "600s";
@@ -211,6 +212,20 @@ void sweep_run(const SweepCliOptions& o) {
   std::optional<sweep::Baseline> baseline;
   if (!o.baseline.empty()) baseline = sweep::load_baseline(o.baseline, keys);  // fail early
   check_sweep_keys(spec);
+  if (!o.keep_going) {
+    // Every point of this share is a valid scenario before any runs (a bad value costs an exit 2
+    // now, not an hour of points and an exit 4).
+    std::vector<SweepPoint> share_points;
+    for (std::size_t i = 0; i < spec.point_count(); ++i)
+      if (shard.contains(i)) share_points.push_back(spec.point(i));
+    const bool tty = isatty(STDERR_FILENO) != 0 && !o.json;
+    check_sweep_points(spec, share_points, [&](std::size_t n) {
+      if (tty && (n % 50 == 0 || n == share_points.size()))
+        std::cerr << fmt::format("\r\033[Kchecking points: {}/{}", n, share_points.size())
+                  << std::flush;
+    });
+    if (tty) std::cerr << "\r\033[K" << std::flush;
+  }
 
   const fs::path dir = o.out_dir;
   std::error_code ec;
@@ -454,6 +469,9 @@ void add_sweep_command(CLI::App& app) {
                   "allowed step_time_s growth per point against --baseline (default 5%)")
       ->needs(baseline);
   cmd->add_option("--timeout", opts->timeout, "wall-time limit per point (default 600s)");
+  cmd->add_flag("--keep-going", opts->keep_going,
+                "do not check every point before running: run them all and record a point "
+                "whose scenario is invalid as failed (exit 4)");
   cmd->add_option("--cfg", opts->cfg, "SimGrid option passed to every point's run");
   cmd->add_flag("--json", opts->json, "print a JSON summary on stdout");
   cmd->callback([opts] { sweep_run(*opts); });

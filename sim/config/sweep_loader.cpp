@@ -1,8 +1,9 @@
-// Sweep files (DESIGN.md §5.3): `base:` (a scenario, relative to the sweep file), `grid:`
-// (cartesian product) and/or `zip:` (walked together), optional `name:`. Every mistake is a
+// Sweep files (examples/sweeps/README.md): `base:` (a scenario, relative to the sweep file),
+// `grid:` (cartesian product) and/or `zip:` (walked together), optional `name:`. Every mistake is a
 // ConfigError at file:line:col; the points themselves are computed by SweepSpec (model layer).
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,8 @@ SweepSpec load(const std::string& text, const std::string& file) {
   const YAML::Node root = config::parse_yaml(text, file);
   if (!root.IsDefined() || root.IsNull())
     throw ConfigError(SourceMark{file, 1, 1},
-                      "empty file: expected a sweep with base: and grid: or zip: (DESIGN.md §5.3)");
+                      "empty file: expected a sweep with base: and grid: or zip: "
+                      "(examples/sweeps/README.md)");
   const MapReader top(root, file, "", kSweepKeys);
   SweepSpec spec;
   spec.file = file;
@@ -152,6 +154,55 @@ SweepSpec load_sweep_text(const std::string& text, const std::string& display_na
   return load(text, display_name);
 }
 
+namespace {
+
+const SweepAxis* axis_of(const SweepSpec& spec, const std::string& key) {
+  for (const SweepAxis& a : spec.zip)
+    if (a.key == key) return &a;
+  for (const SweepAxis& a : spec.grid)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+// Where in the sweep file point `p` takes its value of `s`.
+SourceMark value_mark(const SweepSpec& spec, const SweepSet& s) {
+  const SweepAxis* a = axis_of(spec, s.key);
+  if (a == nullptr) return SourceMark{spec.file, 0, 0};
+  for (std::size_t i = 0; i < a->values.size(); ++i)
+    if (a->values[i] == s.value && i < a->value_marks.size()) return a->value_marks[i];
+  return a->key_mark;
+}
+
+}  // namespace
+
+void check_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                        const std::function<void(std::size_t)>& progress) {
+  std::size_t checked = 0;
+  for (const SweepPoint& p : points) {
+    std::vector<std::string> sets;
+    for (const SweepSet& s : p.sets) sets.push_back(s.to_arg());
+    try {
+      (void)load_scenario_file(spec.base, sets);
+    } catch (const ConfigError& e) {
+      std::string values;
+      for (const SweepSet& s : p.sets) values += (values.empty() ? "" : ", ") + s.to_arg();
+      // A value rejected on its own is reported where it is written; an error of the
+      // combination (or of the base with it) at the point's first value.
+      for (const SweepSet& s : p.sets)
+        if (e.where().file == "--set " + s.to_arg())
+          throw ConfigError(value_mark(spec, s),
+                            fmt::format("{} (point {}: {}; --keep-going runs the other "
+                                        "points and records this one as failed)",
+                                        e.reason(), p.index, values));
+      throw ConfigError(p.sets.empty() ? SourceMark{spec.file, 0, 0} : value_mark(spec, p.sets.front()),
+                        fmt::format("point {} ({}) is not a valid scenario: {} (--keep-going runs "
+                                    "the other points and records this one as failed)",
+                                    p.index, values, e.what()));
+    }
+    if (progress) progress(++checked);
+  }
+}
+
 void check_sweep_keys(const SweepSpec& spec) {
   (void)load_scenario_file(spec.base);  // a broken base fails every point: report it as is
   const SweepPoint first = spec.point(0);
@@ -162,16 +213,9 @@ void check_sweep_keys(const SweepSpec& spec) {
   } catch (const ConfigError& e) {
     // Only an unknown key is certain to fail every point; a value may be valid elsewhere.
     if (e.reason().find("unknown key") == std::string::npos) return;
-    auto axis_of = [&](const std::string& key) -> const SweepAxis* {
-      for (const SweepAxis& a : spec.zip)
-        if (a.key == key) return &a;
-      for (const SweepAxis& a : spec.grid)
-        if (a.key == key) return &a;
-      return nullptr;
-    };
     for (const SweepSet& s : first.sets)
       if (e.where().file == "--set " + s.to_arg())
-        if (const SweepAxis* a = axis_of(s.key))
+        if (const SweepAxis* a = axis_of(spec, s.key))
           throw ConfigError(a->key_mark, fmt::format("'{}' is not a key of scenario {}: {}", s.key,
                                                      spec.base.string(), e.reason()));
   }
