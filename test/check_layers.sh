@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Layering (STYLE.md rule 1): only sim/config sees yaml-cpp, only sim/platform, sim/engine and
+# Layering (README.md, Layout): only sim/config sees yaml-cpp, only sim/platform, sim/engine and
 # sim/fabric/*_engine.cpp see SimGrid; public headers in include/ see neither; only sim/trace
 # sees zlib.
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI contract for bad input (DESIGN.md §6, STYLE.md rule 4): every bad topology file makes
+# CLI contract for bad input (README.md, Commands: exit codes): every bad topology file makes
 # `gradsync topo FILE` exit 2 with exactly one line on stderr, "FILE:LINE:COL: error: ...",
 # at the position and with the words that the file's first line announces:
 #

@@ -1,4 +1,4 @@
-// expand_cluster(): the cluster template of DESIGN.md §5.1 turned into devices and links.
+// expand_cluster(): a cluster template (README.md, Cluster template) as devices and links.
 //
 // Every count below is worked out from the template by hand (servers x GPUs, NICs, switches
 // per shape), every bandwidth from the sizing rules in cluster_expand.cpp (mesh = per-GPU
@@ -587,8 +587,8 @@ TEST_CASE("link efficiency: the fabric's default unless the group gives one") {
       CAPTURE(to_string(l.fabric));
       CHECK(l.efficiency == default_efficiency(l.fabric));
     }
-    // Defaults are in range and distinguish the fabrics (DESIGN.md §4: InfiniBand ~0.92-0.96,
-    // NVLink ~0.8).
+    // Defaults are in range and distinguish the fabrics (sim/fabric/README.md: InfiniBand
+    // NICs reach 0.92-0.96 of line rate, NVLink rings ~0.8).
     for (Fabric f : {Fabric::NvLink, Fabric::Pcie, Fabric::Socket, Fabric::InfiniBand,
                      Fabric::Roce, Fabric::Ethernet}) {
       CAPTURE(to_string(f));

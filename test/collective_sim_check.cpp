@@ -1,4 +1,4 @@
-// Closed-form checks of the engine (DESIGN.md §7, V0), one SimGrid simulation per process:
+// Closed forms against the engine (V0, sim/collective/README.md), one simulation per process:
 //   collective_sim_check ring N      — ring AllReduce on an ideal star of N GPUs, step and flow
 //                                      fidelity, within 1 % of 2(n−1)α + 2(n−1)/n·S/B
 //   collective_sim_check tree N      — double-binary-tree AllReduce: bandwidth term within 10 %

@@ -1,4 +1,4 @@
-// Bad input, one class of mistake at a time (STYLE.md rule 4): every problem is a ConfigError
+// Bad input, one class of mistake at a time: every problem is a ConfigError
 // whose message reads "file:line:col: error: ...", 1-based, at the offending key or value (the
 // parent mapping for a missing key); unknown keys name the closest valid key; duplicate keys
 // are rejected. The files under test/data/bad announce their expected error on their first

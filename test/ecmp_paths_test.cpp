@@ -1,5 +1,5 @@
 // Routing over equal-cost paths (fabric_model.hpp): static ECMP hashing with queue pairs against
-// the Monte Carlo collision figures of REFERENCES.md §5, and adaptive routing's even spread.
+// the Monte Carlo expectation of k flows hashed on k uplinks, and adaptive routing's even spread.
 //
 // The cluster: two leaves of `uplinks` NIC ports (one server of `uplinks` GPUs/NICs per leaf),
 // `uplinks` spines, non-blocking. The `uplinks` flows NIC i of server 0 -> NIC i of server 1

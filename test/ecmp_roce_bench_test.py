@@ -4,10 +4,10 @@ test/data/fabric:
 
   ecmp        static ECMP, 1 QP: over 16 hash seeds, the mean slowdown of a 2-server ring on a
               leaf-spine (8 flows hashed on 8 uplinks per direction) against adaptive routing is
-              within 15 % of the Monte Carlo worst-link load of 8 balls in 8 bins (REFERENCES.md
-              §5: 2.6x), and every seed's slowdown is at least 1
+              within 15 % of the Monte Carlo worst-link load of 8 balls in 8 bins
+              (2.6x), and every seed's slowdown is at least 1
   qps         network.qps: 4 lowers the mean slowdown to within 15 % of the Monte Carlo load of
-              32 quarter-flows in 8 bins (REFERENCES.md §5: 1.8x), below the 1-QP mean
+              32 quarter-flows in 8 bins (1.8x), below the 1-QP mean
   adaptive    adaptive routing: busbw = the node's NIC line rate (no collisions) within 1 %
   incast      parameter-server incast (16 workers -> 1 server): lossless RoCE (PFC, with and
               without ECN) = the closed form 2 S n / B; lossy RoCE (pfc: false) with a 256 KB
@@ -56,7 +56,7 @@ def ring_busbw(text):
 
 def monte_carlo_worst_load(uplinks, qps, trials=200000):
     """Expected worst-link load of `uplinks` flows of `qps` QPs each, hashed on `uplinks` links,
-    relative to a perfect spread (REFERENCES.md §5)."""
+    relative to a perfect spread (balls into bins)."""
     rng = random.Random(1)
     total = 0.0
     for _ in range(trials):

@@ -1,4 +1,4 @@
-// `gradsync estimate`'s model: the closed forms of DESIGN.md §1 evaluated exactly. Each number
+// `gradsync estimate`'s model: the closed forms of estimate.hpp evaluated exactly. Each number
 // below is worked out by hand from the formula, so a wrong factor (bits for bytes, n for n−1,
 // log2 without the ceiling, efficiency applied twice) changes it.
 #include <doctest/doctest.h>
@@ -15,8 +15,8 @@ namespace {
 using namespace gradsync;
 using namespace gradsync::literals;
 
-// The DESIGN.md §6 example: 7e9 fp16 over 10 Gbps, 50 us, 8 GPUs, efficiency 0.6.
-EstimateRequest design_example() {
+// The README's example: 7e9 fp16 over 10 Gbps, 50 us, 8 GPUs, efficiency 0.6.
+EstimateRequest readme_example() {
   EstimateRequest r;
   r.params = 7e9;
   r.dtype = GradDtype::Fp16;
@@ -32,7 +32,7 @@ constexpr double kAlpha = 50e-6;
 }  // namespace
 
 TEST_CASE("gradient bytes per sync: params x bytes per element") {
-  EstimateRequest r = design_example();
+  EstimateRequest r = readme_example();
   CHECK(estimate_sync(r).grad_bytes.bytes() == doctest::Approx(14e9));
   r.dtype = GradDtype::Fp32;
   CHECK(estimate_sync(r).grad_bytes.bytes() == doctest::Approx(28e9));
@@ -43,7 +43,7 @@ TEST_CASE("gradient bytes per sync: params x bytes per element") {
 }
 
 TEST_CASE("naive: 14 GB at 10 Gbps x 0.6 + 50 us = 18.667 s, range at 70 % and 50 %") {
-  const SyncEstimate e = estimate_sync(design_example());
+  const SyncEstimate e = estimate_sync(readme_example());
   CHECK(e.effective_bandwidth.bytes_per_second() == doctest::Approx(kEffective));
   CHECK(e.naive_range.point.seconds() == doctest::Approx(14e9 / 7.5e8 + kAlpha).epsilon(1e-12));
   CHECK(e.naive_range.point.seconds() == doctest::Approx(18.66671667).epsilon(1e-9));
@@ -55,7 +55,7 @@ TEST_CASE("naive: 14 GB at 10 Gbps x 0.6 + 50 us = 18.667 s, range at 70 % and 5
 }
 
 TEST_CASE("ring n=8: 2(n-1)a + 2(n-1)/n S/B") {
-  const SyncEstimate e = estimate_sync(design_example());
+  const SyncEstimate e = estimate_sync(readme_example());
   // 14 steps of 50 us = 0.7 ms; 1.75 × 14e9 / 7.5e8 = 32.6667 s.
   CHECK(e.ring.time.seconds() == doctest::Approx(0.7e-3 + 1.75 * 14e9 / kEffective).epsilon(1e-12));
   CHECK(e.ring.time.seconds() == doctest::Approx(32.66736667).epsilon(1e-9));
@@ -70,7 +70,7 @@ TEST_CASE("ring n=8: 2(n-1)a + 2(n-1)/n S/B") {
 }
 
 TEST_CASE("tree n=8: 2 ceil(log2 n) a + 2S/B, and the ceiling for n not a power of two") {
-  const SyncEstimate e = estimate_sync(design_example());
+  const SyncEstimate e = estimate_sync(readme_example());
   CHECK(e.tree.time.seconds() == doctest::Approx(6 * kAlpha + 2 * 14e9 / kEffective).epsilon(1e-12));
   CHECK(e.tree.time.seconds() == doctest::Approx(37.33363333).epsilon(1e-9));
   const Bytes s(1e6);
@@ -85,7 +85,7 @@ TEST_CASE("tree n=8: 2 ceil(log2 n) a + 2S/B, and the ceiling for n not a power 
 }
 
 TEST_CASE("parameter server: 2a + 2 S n / (k B), dedicated servers, incast") {
-  EstimateRequest r = design_example();
+  EstimateRequest r = readme_example();
   SyncEstimate e = estimate_sync(r);
   CHECK(e.ps.time.seconds() == doctest::Approx(2 * kAlpha + 2 * 14e9 * 8 / kEffective).epsilon(1e-12));
   CHECK(e.ps.time.seconds() == doctest::Approx(298.6667667).epsilon(1e-9));
@@ -99,7 +99,7 @@ TEST_CASE("parameter server: 2a + 2 S n / (k B), dedicated servers, incast") {
 }
 
 TEST_CASE("hierarchical: intra ring on S plus inter ring on S/g per rail") {
-  EstimateRequest r = design_example();
+  EstimateRequest r = readme_example();
   r.gpus = 32;
   SyncEstimate e = estimate_sync(r);
   CHECK_FALSE(e.hierarchical);  // no --gpus-per-node / --intra-bandwidth: row skipped
@@ -129,7 +129,7 @@ TEST_CASE("hierarchical: intra ring on S plus inter ring on S/g per rail") {
 }
 
 TEST_CASE("one GPU: nothing to synchronize, except to a parameter server") {
-  EstimateRequest r = design_example();
+  EstimateRequest r = readme_example();
   r.gpus = 1;
   r.gpus_per_node = 1;
   r.intra_bandwidth = 450_GBps;
@@ -149,7 +149,7 @@ TEST_CASE("one GPU: nothing to synchronize, except to a parameter server") {
 }
 
 TEST_CASE("accumulation amortizes one sync over k micro-batches, compute gives the step share") {
-  EstimateRequest r = design_example();
+  EstimateRequest r = readme_example();
   r.accumulation = 4;
   r.compute = Seconds(10.0);  // per micro-batch: 40 s of compute per optimizer step
   const SyncEstimate e = estimate_sync(r);
@@ -167,7 +167,7 @@ TEST_CASE("accumulation amortizes one sync over k micro-batches, compute gives t
   CHECK(more.ps.communication_bound);
 
   // Without compute there is no share.
-  CHECK_FALSE(estimate_sync(design_example()).naive.step_share);
+  CHECK_FALSE(estimate_sync(readme_example()).naive.step_share);
 }
 
 TEST_CASE("parameter counts: plain numbers and K/M/B/T suffixes") {
@@ -190,7 +190,7 @@ TEST_CASE("parameter counts: plain numbers and K/M/B/T suffixes") {
 
 TEST_CASE("requests outside the documented ranges are rejected") {
   auto rejects = [](auto change) {
-    EstimateRequest r = design_example();
+    EstimateRequest r = readme_example();
     change(r);
     CHECK_THROWS_AS((void)estimate_sync(r), std::invalid_argument);
   };
@@ -204,14 +204,14 @@ TEST_CASE("requests outside the documented ranges are rejected") {
   rejects([](EstimateRequest& r) { r.accumulation = 0; });
   rejects([](EstimateRequest& r) { r.ps_servers = 0; });
   rejects([](EstimateRequest& r) { r.gpus_per_node = 3; });
-  EstimateRequest ok = design_example();
+  EstimateRequest ok = readme_example();
   ok.efficiency = 1.0;
   ok.params = kMaxEstimateParams;
   CHECK_NOTHROW((void)estimate_sync(ok));
 }
 
 TEST_CASE("the text report: every number with its unit") {
-  EstimateRequest r = design_example();
+  EstimateRequest r = readme_example();
   r.compute = Seconds(0.36);
   const std::string text = format_estimate(estimate_sync(r));
   CHECK(text.find("14 GB per sync") != std::string::npos);

@@ -11,7 +11,7 @@
 // Pairs: rank 0 -> last rank (crosses the network on multi-node topologies), its reverse, and
 // rank 0 -> rank 1. Sizes: 8 B (latency-bound) and 64 MiB (bandwidth-bound).
 // Prints one line per check; exits 0 when all hold, 1 on a mismatch, 2 on bad input.
-// One SimGrid simulation per process (STYLE.md rule 5).
+// One SimGrid simulation per process (s4u::Engine is a singleton).
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>

@@ -1,4 +1,4 @@
-// Scenario files (DESIGN.md §5.2): every shipped scenario loads into the model it describes;
+// Scenario files (README.md): every shipped scenario loads into the model it describes;
 // --set and topology_overrides edit the YAML before it is read; and every mistake — in the
 // file, in a --set, in a topology override — is a ConfigError placed where it was written.
 #include <doctest/doctest.h>

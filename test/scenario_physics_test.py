@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end physics of `gradsync run` (issue: scenario runner, DESIGN.md §1): each check runs
+"""End-to-end physics of `gradsync run` (the scenario runner): each check runs
 the CLI on a shipped scenario with --set overrides and asserts a relation that fails if the
 model is wrong. Usage: GRADSYNC=path/to/gradsync scenario_physics_test.py SCENARIOS_DIR"""
 import json

@@ -276,7 +276,7 @@ TEST_CASE("step: async parameter server never waits, staleness counts steps star
   CHECK(b.staleness_steps == 0);
 }
 
-TEST_CASE("metrics: samples, scaling efficiency and the 30 % verdict of DESIGN.md §1") {
+TEST_CASE("metrics: samples, scaling efficiency and the 30 % verdict") {
   ComputeSpec compute;
   compute.forward = 10_ms;
   compute.backward = 20_ms;

@@ -1,4 +1,4 @@
-// Sweep files (DESIGN.md §5.3): point order, ids, shards, and every mistake reported at
+// Sweep files (examples/sweeps/README.md): point order, ids, shards, and every mistake reported at
 // file:line:col. Config layer only: no simulation runs here.
 #include <doctest/doctest.h>
 

@@ -8,7 +8,7 @@ port receives one flow), so the closed form is
     time = 2 n S / C + 2 route latencies + RTO_min   when the push's burst n·min(S, send_window) overflows
                                  switch_buffer + C·RTT, else without RTO_min
 
-(REFERENCES.md §5: per round n·S/(n·S/C + RTO_min)). Checked within 2 %:
+(incast, Vasudevan et al., SIGCOMM'09: per round n·S/(n·S/C + RTO_min)). Checked within 2 %:
   - small blocks (256 KiB) pay exactly one RTO_min (0.2035 s against 3.5 ms without);
   - bulk blocks (32 MiB, above the 4 MiB send window) pay the same single RTO_min, a bounded
     add-on: the push's goodput n·S/(n·S/C + RTO_min) rises toward C with S;

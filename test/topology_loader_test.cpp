@@ -1,5 +1,5 @@
-// Topology files that are right load into the graph they describe (DESIGN.md §5.1): the
-// files under test/data/good (one per form variant), the two examples of DESIGN.md, and every
+// Topology files that are right load into the graph they describe (README.md, Topology
+// files): the files under test/data/good (one per form variant), two examples, and every
 // file of the shipped library under topologies/. Names, nodes, link counts and efficiencies are
 // checked against what the files say, worked out by hand.
 #include <doctest/doctest.h>
@@ -73,8 +73,8 @@ std::map<Fabric, int> links_per_fabric(const Topology& t) {
   return count;
 }
 
-// DESIGN.md §5.1, first example, verbatim.
-const char* const kDesignTemplate = R"(name: dgx-h100-4node-ib
+// A cluster template with every key, `roce:` ("roce only") included under fabric: infiniband.
+const char* const kFullTemplate = R"(name: dgx-h100-4node-ib
 nodes: 4
 node:
   gpus: 8
@@ -92,8 +92,8 @@ network:
   roce: {pfc: true, ecn: true}              # roce only
 )";
 
-// DESIGN.md §5.1, second example, verbatim.
-const char* const kDesignExplicit = R"(name: star-16
+// The explicit form: 16 GPUs on one switch, the ideal alpha-beta network.
+const char* const kExplicitStar = R"(name: star-16
 software: none                              # pure α-β: no library overheads
 devices:
   - {name: "gpu[0-15]", kind: gpu}          # ranges expand: gpu0 … gpu15
@@ -346,10 +346,10 @@ TEST_CASE("template: one server needs no network") {
   CHECK(f.topology.name() == "template_single_node");  // no name: the file's stem
 }
 
-TEST_CASE("DESIGN.md §5.1 template example: 32 GPUs on 4 nodes") {
+TEST_CASE("template example with every key: 32 GPUs on 4 nodes") {
   // The example shows every key, including `roce:` ("roce only") under fabric: infiniband:
   // the block is accepted there and has no effect on an InfiniBand network.
-  const TopologyFile f = load_topology_text(kDesignTemplate, "design.yaml");
+  const TopologyFile f = load_topology_text(kFullTemplate, "template.yaml");
   CHECK_FALSE(f.topology.roce().has_value());
   CHECK(f.topology.name() == "dgx-h100-4node-ib");
   CHECK(f.topology.gpu_count() == 32);
@@ -358,8 +358,8 @@ TEST_CASE("DESIGN.md §5.1 template example: 32 GPUs on 4 nodes") {
   CHECK(links_between(f.topology, "n3.gpu7", "n3.nic7").size() == 1);
 }
 
-TEST_CASE("DESIGN.md §5.1 explicit example: 16 GPUs on one switch") {
-  const TopologyFile f = load_topology_text(kDesignExplicit, "star-16.yaml");
+TEST_CASE("explicit example: 16 GPUs on one switch") {
+  const TopologyFile f = load_topology_text(kExplicitStar, "star-16.yaml");
   const Topology& t = f.topology;
   CHECK(t.name() == "star-16");
   CHECK(t.software() == SoftwareModel::None);

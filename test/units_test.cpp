@@ -1,4 +1,4 @@
-// Units: the parsers accept exactly the documented grammar (DESIGN.md §2), reject everything
+// Units: the parsers accept exactly the documented grammar (README.md, Units), reject everything
 // else with a message that says what was expected, and the formatters round-trip. A wrong
 // factor here (bits for bytes, 1e6 for 2^20) would skew every simulated time, so each prefix
 // of each unit family is checked against its value.
@@ -102,7 +102,7 @@ TEST_CASE("parse_size: decimal and binary prefixes are distinct and exact") {
   CHECK(parse_size("1Gib").bytes() == 1073741824.0 / 8.0);
   CHECK(parse_size("1MiB") > parse_size("1MB"));
   CHECK(parse_size("1GB") > parse_size("1Gb"));
-  // 7e9 parameters in fp16 (DESIGN.md §1).
+  // 7e9 parameters in fp16, 2 bytes each.
   CHECK(parse_size("14GB").bytes() == 2.0 * 7e9);
 }
 
@@ -439,7 +439,7 @@ TEST_CASE("dimension arithmetic keeps types straight") {
   sum += 25_GBps;
   CHECK(sum == 25_GBps);
 
-  // The alpha-beta estimate of DESIGN.md §1: 14 GB over a 50 GB/s link plus 1 us.
+  // The estimate bytes / bandwidth + latency: 14 GB over a 50 GB/s link plus 1 us.
   const Seconds t = 14_GB / 50_GBps + 1_us;
   CHECK(t.seconds() == doctest::Approx(0.280001));
 }

@@ -2,7 +2,7 @@
 // what-ifs (more or fewer servers, faster fabrics, overlap, accumulation, compression, parameter
 // server vs AllReduce, tree vs ring, one NIC per GPU), each a list of `--set` overrides that the
 // CLI simulates as an ordinary `gradsync run`; it then searches the accumulation and the Top-K
-// ratio that bring exposed communication under the 30 % rule (DESIGN.md §1) and ranks every
+// ratio that bring exposed communication under the 30 % rule (step_schedule.hpp) and ranks every
 // result by samples/s, or by cost per sample.
 //
 // Pure data and functions (model layer): nothing here runs a simulation. The CLI
@@ -102,7 +102,7 @@ struct AdviceOutcome {
   double gpu_memory_bytes = 0.0;
   // exposed_comm_s / step_time_s (0 for an empty step).
   [[nodiscard]] double exposed_share() const;
-  // Meets DESIGN.md §1's rule: exposed share at most kCommunicationBoundShare.
+  // Meets the 30 % rule: exposed share at most kCommunicationBoundShare.
   [[nodiscard]] bool under_rule() const;
 };
 

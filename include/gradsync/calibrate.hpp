@@ -1,4 +1,4 @@
-// Calibration inputs (DESIGN.md §6 `gradsync calibrate`): reading nccl-tests output and
+// Calibration inputs of `gradsync calibrate` (README.md, Commands): reading nccl-tests output and
 // editing a topology template's YAML text. Model layer: pure C++, no YAML library, no SimGrid.
 //
 // parse_nccl_tests_log() reads what `all_reduce_perf` (or any nccl-tests *_perf binary) prints:

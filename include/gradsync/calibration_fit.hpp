@@ -1,4 +1,4 @@
-// The fit behind `gradsync calibrate` (DESIGN.md §6): parameters of a topology fitted to a
+// The fit behind `gradsync calibrate` (README.md, Commands): parameters of a topology fitted to a
 // measured nccl-tests run over the whole curve. Analysis layer: pure C++; the caller supplies
 // the simulation (the CLI runs `gradsync bench` on a candidate topology) and the YAML edits.
 //

@@ -1,5 +1,5 @@
-// The cluster template of DESIGN.md §5.1: N identical servers (GPUs, an intra-node fabric,
-// NICs) joined by a network of a given shape. expand_cluster() turns it into the explicit
+// The cluster template (README.md, Cluster template): N identical servers (GPUs, an intra-node
+// fabric, NICs) joined by a network of a given shape. expand_cluster() turns it into the explicit
 // device/link graph (topology.hpp), which is what everything downstream consumes.
 //
 //   node (one server)                          network shapes

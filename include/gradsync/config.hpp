@@ -19,7 +19,7 @@ struct TopologyFile {
   Topology topology;                   // the expanded, validated graph (both forms)
 };
 
-// Parses and validates a topology file (either form of DESIGN.md §5.1).
+// Parses and validates a topology file (either form of README.md, Topology files).
 [[nodiscard]] TopologyFile load_topology_file(const std::filesystem::path& path);
 // The same, from text; `display_name` is used in error messages.
 [[nodiscard]] TopologyFile load_topology_text(const std::string& text,

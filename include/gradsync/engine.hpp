@@ -2,7 +2,7 @@
 // (platform.hpp) and measures simulated time. One SimGrid simulation per process: a
 // Simulation owns the s4u::Engine singleton, so create at most one per process.
 //
-// Fidelity (DESIGN.md §2):
+// Fidelity (README.md, How the simulation works):
 //   step — every transfer of the plan is a flow that starts when its dependencies have
 //          arrived (exact dependencies; events grow with ranks × steps);
 //   flow — within each phase of the plan (Plan::phases: push then pull, intra-node then

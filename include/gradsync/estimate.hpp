@@ -1,5 +1,5 @@
 // The back-of-the-envelope estimate of gradient synchronization (`gradsync estimate`,
-// DESIGN.md §1 and §6): instant closed forms, no simulation. How many bytes one sync moves, the
+// README.md Commands): instant closed forms, no simulation. How many bytes one sync moves, the
 // naive `bytes / effective bandwidth + latency` everyone starts with (at the typical 50–70 %
 // efficiency, and at the user's own), and beside it the α-β closed forms of ring, NCCL-style
 // double binary tree, parameter server and hierarchical AllReduce; their nccl-tests algbw and
@@ -24,8 +24,8 @@
 
 namespace gradsync {
 
-// Closed forms (DESIGN.md §1). n ranks, S bytes per rank, α per step, B bandwidth per GPU port.
-// In their own namespace: other modules may define closed forms of the same name for the
+// Closed forms (sim/collective/README.md). n ranks, S bytes per rank, α per step, B bandwidth per
+// GPU port. In their own namespace: other modules may define closed forms of the same name for the
 // simulator's validation.
 namespace closed_form {
 
@@ -58,8 +58,8 @@ namespace closed_form {
 
 }  // namespace closed_form
 
-// The typical share of line rate that carries payload in a hand estimate (DESIGN.md §1), the
-// default point value, and the rule of thumb for "communication-bound" (DESIGN.md §1).
+// The typical share of line rate that carries payload in a hand estimate (50–70 %), the
+// default point value, and the rule of thumb for "communication-bound" (exposed share > 30 %).
 inline constexpr double kTypicalEfficiencyLow = 0.5;
 inline constexpr double kTypicalEfficiencyHigh = 0.7;
 inline constexpr double kDefaultEstimateEfficiency = 0.6;

@@ -1,4 +1,4 @@
-// Network fabric models on top of max-min sharing (DESIGN.md §4): how a flow spreads over
+// Network fabric models on top of max-min sharing (sim/fabric/README.md): how a flow spreads over
 // equal-cost paths (static ECMP hashing with queue pairs, or adaptive routing), and the RoCE
 // corrections (PFC per-ingress-port sharing and pause spreading, lossy go-back-N under incast).
 // Pure functions of the topology and of flow sets: the platform and the engine apply them to

@@ -1,10 +1,10 @@
-// NCCL's software cost model for `software: nccl` (DESIGN.md §5.1): the per-collective and
+// NCCL's software cost model for `software: nccl` (sim/fabric/README.md): the per-collective and
 // per-step latencies, the protocol choice (LL, LL128, Simple) and each protocol's bandwidth
 // relative to Simple, as NCCL's own tuner computes them. Pure model code (no SimGrid): the
 // engine asks for one NcclStepCost per collective and then charges, per transfer, the
 // per-step latency of the transfer's route class (see "How the engine applies it" below).
 //
-// Pinned version: NCCL 2.30.7 (REFERENCES.md §3). The constants and formulas are restated from
+// Pinned version: NCCL 2.30.7. The constants and formulas are restated from
 // NVIDIA/nccl's tuner; in 2.30 it lives in src/tuning/ (cost_model.cc: baseLatencies,
 // hwLatencies, llMaxBws, per-channel caps, treeCorrectionFactor; ring.cc and tree.cc: the
 // latency and bandwidth formulas; tuning_general.cc: t = lat + bytes / (1000 · algBw)); up to
@@ -63,7 +63,7 @@ enum class CpuVendor : std::uint8_t { Intel, Amd };
 // bandwidth (the Ring-calibrated default efficiency 0.80, fabric_defaults.cpp) that NVLS
 // push/pull traffic gets; the engine scales NVLS transfers by it (NcclStepCost::
 // bandwidth_factor). Hopper's is sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw
-// 480 GB/s (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12, REFERENCES.md §5) and
+// 480 GB/s (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12) and
 // AWS-p5x1-8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS
 // moves S each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360)
 // = 0.762. A topology's nvls_efficiency (node.intra.nvls_efficiency) overrides it.

@@ -16,8 +16,8 @@
 // each flow's max-min share by 1 / (sum of its links' latencies): with latencies on the links,
 // a 2 us flow and a 1 ms flow on one link split it 435:1, not 1:1 (measured). It also caps
 // a flow at TCP-gamma / (2 x latency) unless network/TCP-gamma is 0. To keep plain max-min
-// sharing (DESIGN.md §4: every correction ours), SimGrid links get latency 0; every route
-// starts with its source host's FATPIPE "egress" link of latency 1 s, so all flows carry the
+// sharing (every correction is a named fabric model of ours), SimGrid links get latency 0; every
+// route starts with its source host's FATPIPE "egress" link of latency 1 s, so all flows carry the
 // same weight; and the latency-factor callback scales that 1 s to the route's real latency
 // (its links' latencies plus the forwarding latency of every device it crosses, endpoints
 // excluded). So Host::route_to() reports 1 s for every route: use PlatformRoute::latency.
@@ -55,7 +55,8 @@ class NetZone;
 
 namespace gradsync {
 
-// Pins SimGrid's neutral network model (STYLE.md rule 6): network/model:CM02,
+// Pins SimGrid's neutral network model (the default LV08 scales latency by 13.01 and
+// bandwidth by 0.97 and adds reverse ACK flows): network/model:CM02,
 // network/crosstraffic:0, network/weight-S:0, network/TCP-gamma:0, network/optim:Full (SimGrid
 // 3.32's lazy update mis-solves flows whose latencies end together). Call after constructing
 // the Engine from argv (so other --cfg= options pass through) and before any platform exists;

@@ -1,5 +1,5 @@
-// A training scenario (DESIGN.md §5.2) as plain structs: the model as a list of layers, the
-// compute of one micro-batch on one GPU, the training loop, and how gradients are synchronized.
+// A training scenario (README.md, Scenario files) as plain structs: the model as a list of layers,
+// the compute of one micro-batch on one GPU, the training loop, and how gradients are synchronized.
 // No YAML and no SimGrid here: the config layer fills these (scenario_config.hpp), the pure step
 // schedule consumes them (step_schedule.hpp), and the engine-driving runner simulates the
 // collectives they ask for.
@@ -24,7 +24,7 @@ namespace gradsync {
 enum class GradDtype { Fp32, Fp16, Bf16, Fp8 };
 [[nodiscard]] std::string_view to_string(GradDtype dtype);
 [[nodiscard]] std::optional<GradDtype> grad_dtype_from_string(std::string_view text);
-// fp32 4, fp16 2, bf16 2, fp8 1 (DESIGN.md §1).
+// Bytes per element: fp32 4, fp16 2, bf16 2, fp8 1.
 [[nodiscard]] double bytes_per_element(GradDtype dtype);
 
 // One layer in forward order. Its gradient is ready when its backward has run; backward runs

@@ -1,5 +1,6 @@
-// Loading scenario files (DESIGN.md §5.2). Part of the config layer (the only yaml-cpp user):
-// what it returns is plain structs. Every problem is a ConfigError "file:line:col: error: ...".
+// Loading scenario files (README.md, Scenario files). Part of the config layer (the only
+// yaml-cpp user): what it returns is plain structs. Every problem is a ConfigError
+// "file:line:col: error: ...".
 //
 // Overrides are applied to the YAML before it is read, so their values are checked exactly
 // like values written in the file:

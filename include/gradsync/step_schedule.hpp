@@ -11,7 +11,8 @@
 //                                   ├─enc─┤  ├─enc─┤   ├─enc─┤               codec streams
 //                                         ├──coll 1──┤──coll 2──┤─coll 3─┤   comm stream
 //                                                    ├dec┤      ├dec┤    ├dec┤
-// start_k = max(ready_k + encode_k, end_{k-1}) on one serial comm stream (REFERENCES.md §4).
+// start_k = max(ready_k + encode_k, end_{k-1}) on one serial comm stream (PyTorch DDP's
+// reducer: Li et al., "PyTorch Distributed", VLDB 2020).
 #pragma once
 
 #include <cstddef>
@@ -208,7 +209,7 @@ struct StepTimeline {
 
 // ---- metrics ------------------------------------------------------------------------------
 
-// DESIGN.md §1: when exposed communication exceeds ~30 % of the step, adding GPUs buys little.
+// Rule of thumb: when exposed communication exceeds ~30 % of the step, adding GPUs buys little.
 inline constexpr double kCommunicationBoundShare = 0.30;
 enum class Verdict { ComputeBound, CommunicationBound };
 [[nodiscard]] std::string_view to_string(

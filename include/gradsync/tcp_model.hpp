@@ -1,6 +1,6 @@
 // The Ethernet (TCP) fabric model: named corrections on top of max-min sharing for traffic that
-// crosses `ethernet` links (DESIGN.md §4; sources and measurements in sim/fabric/README.md,
-// "Ethernet (TCP)"). Pure math: the platform layer applies it to SimGrid routes and flows.
+// crosses `ethernet` links (sources and measurements in sim/fabric/README.md,
+// "Ethernet (TCP) model"). Pure math: the platform layer applies it to SimGrid routes and flows.
 //
 // 1. Host cap. NCCL over TCP sockets is limited by the host stack (socket threads, copies), not
 //    the wire: each host port (the device where a route enters its first ethernet link, and the
@@ -15,9 +15,9 @@
 //    send window) exceeds the switch buffer plus the port's bandwidth-delay product, the port
 //    drops their tails, which only a retransmission timeout recovers: every flow of that burst
 //    pays `rto_min` once, whatever its size. Per round, completion = n·S/C + RTO_min
-//    (REFERENCES.md §5: small blocks collapse, large blocks pay a bounded add-on). The engine
-//    charges it with the flows' start latency (sim/engine/simulation.cpp); ns-3's cold rounds
-//    agree, its warm rounds mostly do not time out (sim/fabric/README.md).
+//    (Vasudevan et al., SIGCOMM'09: small blocks collapse, large blocks pay a bounded add-on).
+//    The engine charges it with the flows' start latency (sim/engine/simulation.cpp); ns-3's
+//    cold rounds agree, its warm rounds mostly do not time out (sim/fabric/README.md).
 // 4. RTT-biased sharing (off by default; `rtt_bias: true` turns it on). Loss-based TCP flows
 //    that share a bottleneck queue see the same loss rate p, so each gets a rate near
 //    MSS / (RTT sqrt(p)) (Mathis, Semke, Mahdavi, Ott, CCR 1997): shares in proportion to
@@ -59,7 +59,7 @@ struct TcpOptions {
   // RTT-biased sharing (YAML `rtt_bias`, `host_rtt`): off, see the header comment.
   bool rtt_bias = false;
   Seconds host_rtt{28e-6};           // 2 x 14 us: NCCL 2.30.7's per-hop NET latency for Simple
-                                     // (src/graph/tuning.cc, REFERENCES.md §3), each way
+                                     // (src/graph/tuning.cc), each way
 };
 
 // The throughput cap of one host port whose ethernet link runs at `line_rate`.
@@ -93,7 +93,7 @@ struct TcpOptions {
 // sim/fabric/README.md). Zero when incast is off or the burst does not overflow.
 [[nodiscard]] Seconds tcp_incast_latency(const TcpOptions& tcp, bool overflowing);
 
-// Completion time of one incast round, the closed form of REFERENCES.md §5: n blocks of
+// Completion time of one incast round (Vasudevan et al., SIGCOMM'09): n blocks of
 // `block` into one port of rate `rate`, plus rto_min when the burst overflows (for tests and
 // the README's figures).
 [[nodiscard]] Seconds tcp_incast_round_time(const TcpOptions& tcp, int senders, Bytes block,

@@ -1,6 +1,6 @@
 // A cluster as a graph: devices (GPUs, NVSwitches, PCIe switches, CPUs, NICs, network
 // switches) joined by links (fabric, bandwidth, latency, efficiency, duplex). Both YAML forms
-// of DESIGN.md §5.1 end up here: the explicit form directly, the cluster template through
+// (README.md, Topology files) end up here: the explicit form directly, the cluster template through
 // expand_cluster() (cluster_spec.hpp).
 //
 // The graph is stored as plain vectors (devices_, links_) with stable integer ids; a
@@ -31,7 +31,7 @@ enum class DeviceKind { Gpu, NvSwitch, PcieSwitch, Cpu, Nic, Switch };
 // NCCL reaches it through the aws-ofi-nccl plugin).
 enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet, Efa };
 enum class Duplex { Full, Half };
-// The collective library whose per-step overheads apply (DESIGN.md §5.1 `software:`).
+// The collective library whose per-step overheads apply (`software:`, README.md Cluster template).
 enum class SoftwareModel { Nccl, None };
 // GPU architecture generation (compute capability 7.x, 8.x, 9.x, 10.x+, as NCCL indexes its
 // tables; Ada's 8.9 is in the 8.x row): NCCL's per-architecture
@@ -60,7 +60,7 @@ enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
 [[nodiscard]] const std::vector<std::string>& gpu_model_names();
 class Topology;
 // The GPUs' generation: the topology's `gpu:` when given, else inferred from the first GPU's
-// NVLink bandwidth per direction (datasheets, REFERENCES.md §5): >= 900 GB/s Blackwell (NVLink5),
+// NVLink bandwidth per direction (NVIDIA's datasheets): >= 900 GB/s Blackwell (NVLink5),
 // >= 450 Hopper (NVLink4), >= 300 Ampere (NVLink3), any other NVLink Volta; GPUs without NVLink
 // (PCIe cards) count as Hopper, NCCL model's default. Second item: true when inferred.
 [[nodiscard]] std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology);
@@ -98,13 +98,13 @@ struct Link {
   [[nodiscard]] DeviceId other(DeviceId end) const { return end == a ? b : a; }
 };
 
-// RoCE switch features (DESIGN.md §5.1 `network.roce`). The fabric model they drive and the
-// sources of the defaults: include/gradsync/roce_model.hpp, sim/fabric/README.md.
+// RoCE switch features (`network.roce`, README.md Cluster template). The fabric model they drive
+// and the sources of the defaults: include/gradsync/roce_model.hpp, sim/fabric/README.md.
 struct RoceOptions {
   bool pfc = true;
   bool ecn = true;
   // Buffer one congested switch port may fill before it drops (pfc: false): NVIDIA's default
-  // ECN Kmax, 1500 KB (REFERENCES.md §5), is the queue a RoCE port is configured to hold.
+  // ECN Kmax, 1500 KB (sim/fabric/README.md), is the queue a RoCE port is configured to hold.
   Bytes buffer{1500e3};
   // Go-back-N retransmission timeout after a tail loss (pfc: false): the IB transport's local
   // ACK timeout 4.096 us x 2^NCCL_IB_TIMEOUT, NCCL_IB_TIMEOUT = 20 (NVIDIA/nccl 2.31
@@ -112,7 +112,7 @@ struct RoceOptions {
   Seconds retransmit_timeout{4.096e-6 * 1048576.0};
 };
 
-// How switches spread flows over equal-cost paths (DESIGN.md §4 routing; sim/fabric/README.md).
+// How switches spread flows over equal-cost paths (sim/fabric/README.md, Routing models).
 //   Static   — every flow (every queue pair) keeps one path, chosen by a seeded hash at each
 //              branching switch: ECMP on Ethernet/RoCE, static (LID) routing on InfiniBand.
 //   Adaptive — switches spread each flow's packets ideally over all equal-cost next hops

@@ -55,8 +55,8 @@ struct TopologySummary {
 
 namespace gradsync {
 
-// Capital cost of a cluster from its `cost:` prices (DESIGN.md §5.1): GPUs × gpu + NICs × nic
-// + switch ports (link ends at network switches) × switch_port + network links × cable
+// Capital cost of a cluster from its `cost:` prices (README.md, Cluster template): GPUs × gpu +
+// NICs × nic + switch ports (link ends at network switches) × switch_port + network links × cable
 // + servers × node, or the quoted `total` when given. Empty without `cost:`.
 struct ClusterCost {
   std::string currency;

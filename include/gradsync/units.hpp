@@ -2,7 +2,7 @@
 // bandwidth can never be passed where a latency is expected. Values are parsed from strings
 // such as "25MiB", "400Gbps", "50GB/s", "1.5us" (see parse_size / parse_rate / parse_time).
 //
-// Conventions (DESIGN.md §2): `b` is bits and `B` bytes; SI prefixes k/K, M, G, T, P are
+// Conventions (README.md, Units): `b` is bits and `B` bytes; SI prefixes k/K, M, G, T, P are
 // decimal (1e3, 1e6, ...); Ki, Mi, Gi, Ti, Pi are binary (2^10, 2^20, ...). A size, bandwidth
 // or time written without a unit is an error, except the literal 0.
 #pragma once

@@ -1,6 +1,6 @@
 // `gradsync advise SCENARIO [--set key=value]... [--json] [--rank samples|cost] [-j N]`:
 // "what should we change?". Simulates the what-ifs of advise.hpp, each as its own
-// `gradsync run --json` worker process (one SimGrid simulation per process, STYLE.md rule 5),
+// `gradsync run --json` worker process (SimGrid allows one simulation per process),
 // searches the accumulation and Top-K ratio that meet the 30 % rule, and ranks the results.
 #include <algorithm>
 #include <chrono>

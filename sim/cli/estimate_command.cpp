@@ -1,5 +1,5 @@
 // `gradsync estimate --params 7e9 --dtype fp16 --bandwidth 10Gbps --latency 50us --gpus 8
-// [--efficiency 0.6]` (DESIGN.md §6): the back-of-the-envelope estimate, instant, no
+// [--efficiency 0.6]` (README.md, Commands): the back-of-the-envelope estimate, instant, no
 // simulation. Gradient bytes per sync, the naive `S / (B·e) + α` over the typical 50–70 %
 // efficiency, and beside it the closed forms of ring, tree, parameter server and (with
 // --gpus-per-node and --intra-bandwidth) hierarchical AllReduce, with their algbw/busbw, the

@@ -1,4 +1,4 @@
-// gradsync command line: a thin layer over the library. Exit codes (DESIGN.md §6):
+// gradsync command line: a thin layer over the library. Exit codes (README.md, Commands):
 // 0 success, 2 bad input (one line "file:line:col: error: ..."), 1 a bug in gradsync.
 #include <CLI/CLI.hpp>
 

@@ -1,7 +1,7 @@
 // `gradsync run SCENARIO [--set key=value]... [--json] [--trace FILE] [-o DIR]`: the main job.
 // Simulates a training step of the scenario on its cluster and prints where the time goes:
 // compute, communication and the part of it that is exposed, throughput, scaling, the busiest
-// links and the verdict users act on (DESIGN.md §1, §6).
+// links and the verdict users act on (README.md, Commands).
 #include <unistd.h>
 
 #include <algorithm>

@@ -27,7 +27,7 @@ struct TopoOptions {
 
 double gigabytes_per_second(BytesPerSecond rate) { return rate.gigabytes_per_second(); }
 
-// The summary's fields, snake_case keys with the unit in the name (DESIGN.md §6).
+// The summary's fields, snake_case keys with the unit in the name (README.md, Commands).
 nlohmann::ordered_json summary_json(const TopologySummary& s) {
   nlohmann::ordered_json devices = nlohmann::ordered_json::object();
   for (const auto& [kind, count] : s.devices) devices[std::string(to_string(kind))] = count;
@@ -92,7 +92,8 @@ void add_topo_command(CLI::App& app) {
   CLI::App* topo = app.add_subcommand(
       "topo", "Summarize a topology: devices, links, per-GPU and bisection bandwidth, "
               "oversubscription, diameter");
-  topo->add_option("TOPOLOGY", options->file, "topology YAML file (DESIGN.md 5.1)")->required();
+  topo->add_option("TOPOLOGY", options->file, "topology YAML file (README.md, Topology files)")
+      ->required();
   topo->add_option("--dot", options->dot,
                    "also write the graph as GraphViz dot to FILE ('-': stdout, instead of "
                    "the summary)")

@@ -1,4 +1,4 @@
-// Hierarchical AllReduce (DESIGN.md §1; the Horovod/NCCL "2D" scheme): ring reduce-scatter
+// Hierarchical AllReduce (the Horovod/NCCL "2D" scheme): ring reduce-scatter
 // inside each node, ring AllReduce across nodes per rail (the ranks with the same local index,
 // which in a rail-optimized cluster share a NIC rail), ring all-gather inside each node.
 //

@@ -1,6 +1,6 @@
-// Parameter-server AllReduce as push/pull (DESIGN.md §1): gradients are sharded by bytes over
-// k servers; every worker pushes shard j to server j (Reduce), and server j, once every push
-// to it has arrived, pulls the reduced shard back to every worker (Copy). Pushes to a server
+// Parameter-server AllReduce as push/pull (sim/collective/README.md): gradients are sharded by
+// bytes over k servers; every worker pushes shard j to server j (Reduce), and server j, once every
+// push to it has arrived, pulls the reduced shard back to every worker (Copy). Pushes to a server
 // arrive at once (incast), which is the point of modelling it.
 //
 // Placement: dedicated servers are extra ranks workers..workers+k-1 with no gradients of their

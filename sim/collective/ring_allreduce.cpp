@@ -4,7 +4,7 @@
 //
 // Chunk layout: n blocks of channels·pipeline chunks; chunk = block·(C·P) + channel·P + q.
 // Rank r ends the reduce-scatter owning block r. Per rank and per phase, (n-1)/n·S is sent.
-// Time: 2(n-1)·α + 2(n-1)/n · S/B (DESIGN.md §1; NCCL's ring, REFERENCES.md §3).
+// Time: 2(n-1)·α + 2(n-1)/n · S/B (Patarasuk & Yuan, JPDC 2009; sim/collective/README.md).
 #include <algorithm>
 #include <cstdint>
 #include <numeric>

@@ -1,4 +1,4 @@
-// Double-binary-tree AllReduce, NCCL style (REFERENCES.md §3; NVIDIA/nccl src/graph/trees.cc
+// Double-binary-tree AllReduce, NCCL style (NVIDIA/nccl src/graph/trees.cc
 // for the trees, src/graph/connect.cc for hanging them on a chain inside each node).
 //
 // Ranks are node-major (rank = node·ppn + local). Each tree spans the nodes

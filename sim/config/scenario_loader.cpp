@@ -1,5 +1,5 @@
-// Scenario files (DESIGN.md §5.2): the model (a preset or an explicit layer list), compute,
-// training loop and synchronization, plus the topology they run on (a file relative to the
+// Scenario files (README.md, Scenario files): the model (a preset or an explicit layer list),
+// compute, training loop and synchronization, plus the topology they run on (a file relative to the
 // scenario, or an inline mapping).
 //
 // Overrides (--set on the scenario, topology_overrides on the topology) are applied to the YAML
@@ -1350,7 +1350,8 @@ LoadedScenario load(const std::string& text, const std::string& file,
   return scenario_patch.guard([&] {
     const YAML::Node root = config::parse_yaml(scenario_patch.text(), file);
     if (!root.IsDefined() || root.IsNull())
-      throw ConfigError(SourceMark{file, 1, 1}, "empty file: expected a scenario (DESIGN.md §5.2)");
+      throw ConfigError(SourceMark{file, 1, 1},
+                        "empty file: expected a scenario (README.md, Scenario files)");
     MapReader top(root, file, "", kTopKeys);
 
     LoadedScenario out;

@@ -1,4 +1,4 @@
-// Topology files (DESIGN.md §5.1), both forms: the cluster template (nodes:, node:,
+// Topology files (README.md, Topology files), both forms: the cluster template (nodes:, node:,
 // network:) expanded by expand_cluster(), and the explicit form (devices:, links:).
 #include <charconv>
 #include <filesystem>
@@ -379,8 +379,8 @@ NetworkSpec read_network(const MapReader& top) {
   if (net.sharp && net.fabric != Fabric::InfiniBand)
     r.fail("sharp", fmt::format("in-network reduction (SHARP) needs fabric: infiniband, not {}",
                                 to_string(net.fabric)));
-  // DESIGN.md §5.1's own example carries `roce:` ("roce only") under fabric: infiniband, so
-  // the block is accepted and checked on every fabric, and takes effect on roce alone.
+  // `roce:` ("roce only") is accepted and checked on every fabric, so a template keeps it when
+  // its fabric is switched (topology_overrides.network.fabric), and takes effect on roce alone.
   if (r.has("roce")) {
     if (net.fabric == Fabric::Efa)
       r.fail("roce", "applies to fabric: roce; EFA's SRD transport has no PFC or ECN to set");
@@ -578,7 +578,8 @@ Topology read_explicit(const MapReader& top, const std::string& default_name) {
 TopologyFile load_from_root(const YAML::Node& root, const std::string& file,
                             const std::filesystem::path& path) {
   if (!root.IsDefined() || root.IsNull())
-    throw ConfigError(SourceMark{file, 1, 1}, "empty file: expected a topology (DESIGN.md §5.1)");
+    throw ConfigError(SourceMark{file, 1, 1},
+                      "empty file: expected a topology (README.md, Topology files)");
   if (!root.IsMap())
     throw ConfigError(mark_of(root, file), "a topology file must be a mapping (key: value lines)");
   const bool explicit_form = root["devices"].IsDefined() || root["links"].IsDefined();

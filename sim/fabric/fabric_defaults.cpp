@@ -36,7 +36,7 @@ double default_efficiency(Fabric fabric) {
     case Fabric::Ethernet:
       // TCP payload per wire byte at a 1500 B MTU: 1448/1538 = 0.941. Measured where the
       // host is not the limit: GH-nccl209-GCP32GbE-2n1g 31.0/32 Gb/s = 0.97,
-      // GH-nccl209-GCP32GbE-4n1g 30.6/32 = 0.96; iperf3 92/100 Gb/s (REFERENCES.md §5).
+      // GH-nccl209-GCP32GbE-4n1g 30.6/32 = 0.96; iperf3 92/100 Gb/s (NVIDIA/nccl#209).
       // Host-limited runs (GTC-100GbE-TCP 0.80, GH-nccl209-GCP32GbE-*n8g 0.46-0.71) are
       // left to the Ethernet model's per-host cap, not folded into this value.
       return 0.94;

@@ -5,7 +5,7 @@
 // treeCorrectionFactor), src/tuning/ring.cc and tree.cc (ncclTuningRingModelInit/Sim,
 // ncclTuningTreeModelInit/Sim), src/tuning/tuning_general.cc (ncclTuningGetTime,
 // ncclTuningGetNsteps, ncclTuningGetConstantsIndexes), src/tuning/cost_model.cc
-// (isLL128Enabled); checked with the `search` tool against the 2.30 tree, REFERENCES.md §3.
+// (isLL128Enabled); checked against the 2.30.7 source tree.
 // What is left out, and why:
 //   - graphs[a].latencyInter (a network plugin's declared latency): 0 for the IB/RoCE plugin;
 //     the shipped topologies carry network latency on their links instead;
@@ -77,15 +77,15 @@ constexpr double kRingPlateauVolta = 1.9;
 constexpr double kUs = 1e-6;
 
 // NVLS (NVLink SHARP, Simple only). NCCL 2.30.7 cost_model.cc: baseLatencies[NVLS] = 0 for
-// every protocol; hwLatencies[NVLINK][NVLS][Simple] = 25 µs, [NET][NVLS][Simple] = 18 µs
-// (REFERENCES.md §3). NCCL charges the NVLink hop once per collective in one node; gradsync's
+// every protocol; hwLatencies[NVLINK][NVLS][Simple] = 25 µs, [NET][NVLS][Simple] = 18 µs.
+// NCCL charges the NVLink hop once per collective in one node; gradsync's
 // NVLS plan has two legs per chunk (GPU → NVSwitch push, NVSwitch → GPU pull), so each leg is
 // charged half of it and the critical path pays 25 µs.
 constexpr double kNvlsBaseLat = 0.0;
 constexpr double kNvlsNvlinkHopLat = 25.0;
 constexpr double kNvlsNetHopLat = 18.0;
 // NVLSTree (Simple only): base 0, hwLatencies[NVLINK][NVLS_TREE] = 25 µs, [NET][NVLS_TREE] =
-// 20.9 µs (REFERENCES.md §3); latency = 25 + 2·log2i(nodes)·20.9 µs, the NVLink hop once and
+// 20.9 µs (same file); latency = 25 + 2·log2i(nodes)·20.9 µs, the NVLink hop once and
 // the network hop per tree level up and down. gradsync's NVLSTree plan has four NVLink legs per
 // chunk on its critical path (push, delivery, store, multicast), each charged a quarter of it.
 constexpr double kNvlsTreeNetHopLat = 20.9;

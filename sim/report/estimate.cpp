@@ -1,5 +1,5 @@
-// `gradsync estimate`'s model and text report: the closed forms of DESIGN.md §1 evaluated on
-// one request, no simulation. See include/gradsync/estimate.hpp for the conventions.
+// `gradsync estimate`'s model and text report: the α-β closed forms (sim/collective/README.md)
+// evaluated on one request, no simulation. See include/gradsync/estimate.hpp for the conventions.
 #include "gradsync/estimate.hpp"
 
 #include <array>
@@ -71,7 +71,7 @@ std::string format_count(double value) {
   return text.substr(0, e) + "e" + (negative ? "-" : "") + exponent;
 }
 
-// Sizes in decimal units (GB = 1e9 B, DESIGN.md §1): "14 GB".
+// Sizes in decimal units (GB = 1e9 B, as in nccl-tests): "14 GB".
 std::string format_size_decimal(Bytes b) {
   static constexpr std::array<std::pair<double, const char*>, 6> kUnits{{
       {1e15, "PB"}, {1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}, {1.0, "B"}}};

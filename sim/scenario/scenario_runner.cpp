@@ -195,7 +195,7 @@ std::vector<UtilizationSample> utilization_timeline(const StepTimeline& t, int s
 }
 
 // Busiest links over one step, the utilization timeline and the verdict users act on
-// (DESIGN.md §1), from the payload per link and direction.
+// (the 30 % rule, step_schedule.hpp), from the payload per link and direction.
 void finish(ScenarioResult& result, const Topology& topo, const std::vector<double>& link_a,
             const std::vector<double>& link_b) {
   const double step_s = result.timeline.step_time.seconds();
@@ -219,7 +219,7 @@ void finish(ScenarioResult& result, const Topology& topo, const std::vector<doub
   if (result.busiest_links.size() > 10) result.busiest_links.resize(10);
   result.gpu_utilization_timeline = utilization_timeline(result.timeline, 20);
 
-  // The verdict users act on (DESIGN.md §1).
+  // The verdict users act on: communication-bound above 30 % exposed (step_schedule.hpp).
   const double exposed_share =
       step_s > 0.0 ? result.timeline.exposed_comm.seconds() / step_s : 0.0;
   const std::string bottleneck =

@@ -1,4 +1,4 @@
-// ConfigError: the one exception type for bad input (STYLE.md rule 4). Its message follows
+// ConfigError: the one exception type for bad input. Its message follows
 // the compiler convention "file:line:col: error: reason" so editors and CI logs can jump to
 // the offending line.
 #include "gradsync/config_error.hpp"

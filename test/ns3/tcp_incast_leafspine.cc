@@ -1,6 +1,7 @@
-// Packet-level reference for gradsync's Ethernet (TCP) model (DESIGN.md §7, V3): ns-3 3.37 runs
-// the same traffic as a `gradsync bench` command on the same graph, so the flow model's
-// completion times can be checked against real TCP (segments, ACKs, drop-tail queues, RTOs).
+// Packet-level reference for gradsync's Ethernet (TCP) model (V3, sim/fabric/README.md):
+// ns-3 3.37 runs the same traffic as a `gradsync bench` command on the same graph, so the flow
+// model's completion times can be checked against real TCP (segments, ACKs, drop-tail queues,
+// RTOs).
 //
 //   --pattern=ps    N workers and one dedicated parameter server on one switch: each round,
 //                   every worker pushes --bytes to the server at once (N-to-1 incast), and once

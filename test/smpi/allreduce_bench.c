@@ -1,4 +1,5 @@
-/* V1 of the validation ladder (DESIGN.md §7): SimGrid's SMPI MPI_Allreduce as a peer.
+/* V1 of gradsync's validation (README.md, How the simulation works): SimGrid's SMPI
+ * MPI_Allreduce as a peer.
  *
  * For each message size on the command line (bytes, a multiple of 4), runs one
  * MPI_Allreduce(MPI_FLOAT, MPI_SUM) of bytes/4 floats after a barrier and prints, on rank 0,

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# V1 of the validation ladder (DESIGN.md §7): SimGrid's SMPI as a peer for ring AllReduce.
+# V1 of gradsync's validation (README.md, How the simulation works): SimGrid's SMPI as a peer
+# for ring AllReduce.
 #
 # For each rank count N it builds an ideal star (N hosts, one switch, every host link
 # full duplex at BANDWIDTH with LATENCY), runs SMPI's MPI_Allreduce with the logical-ring
 # algorithm (smpi/allreduce:lr) under SimGrid's neutral network model, and checks, per size:
-#   1. SMPI against the closed form of DESIGN.md §1, T = 2(n-1)·α + 2(n-1)/n·S/B with α = 2L
-#      (a hop gpu -> switch -> gpu crosses two links), within 1 %;
+#   1. SMPI against the ring's closed form (Patarasuk & Yuan, JPDC 2009),
+#      T = 2(n-1)·α + 2(n-1)/n·S/B with α = 2L (a hop gpu -> switch -> gpu crosses two
+#      links), within 1 %;
 #   2. `gradsync bench` (ring, on the same star written as explicit YAML: software none,
 #      efficiency 1, switch latency 0) against SMPI, within 1 %.
 # Check 2 runs only when $GRADSYNC names a gradsync that has the `bench` subcommand;

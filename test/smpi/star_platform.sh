@@ -32,7 +32,7 @@ cat >"$xml" <<XML
 <?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <platform version="4.1">
-  <!-- gradsync V1 (DESIGN.md §7): $n hosts, one ideal switch, $bw / $lat per host link. -->
+  <!-- gradsync V1 (SMPI as a peer): $n hosts, one ideal switch, $bw / $lat per host link. -->
   <cluster id="star" prefix="host" suffix="" radical="0-$((n - 1))" speed="1Gf"
            bw="$bw" lat="$lat" sharing_policy="SPLITDUPLEX"
            bb_bw="1PBps" bb_lat="0s" bb_sharing_policy="FATPIPE"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""V2 check (DESIGN.md §7): gradsync bench against published nccl-tests all_reduce_perf runs,
-over the whole curve.
+"""V2 check (README.md, Fidelity over the whole nccl-tests curve): gradsync bench against
+published nccl-tests all_reduce_perf runs, over the whole curve.
 
 For every system of the measured rows (test/data/nccl-tests/*.csv by default; --csv adds
 files, e.g. ../shared/data/nccl-tests-public.csv where new published rows arrive) that a
