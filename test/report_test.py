@@ -8,8 +8,9 @@ Cases (each one CTest test):
              folder; `report` writes one self-contained HTML file: >= 2 inline <svg> charts
              without gnuplot's XML prolog, the table of all 24 points, no network reference,
              the cost section skipped with a note
-  bad_input  a folder without results exits 2 with one line "DIR: error: ..."; gnuplot
-             missing exits 2 with a clear message
+  bad_input  a folder without results exits 2 with one line "DIR: error: ..."; without
+             gnuplot the report holds its table (exit 0, one warning); a failing gnuplot
+             exits 1 (the environment, not the input)
   chromium   headless Chromium screenshots the report; the PNG (decoded here with zlib) is
              not blank and has colored chart pixels. Exit 77 (skipped) when chromium is not
              installed.
@@ -93,11 +94,24 @@ def case_bad_input():
         env = dict(os.environ, PATH=os.path.join(tmp, "no-bin"))
         env.pop("GRADSYNC_GNUPLOT", None)
         rc, err = run_err([sweep, "-o", report + ".2"], env)
-        check(rc == 2 and "gnuplot not found" in err and len(err.splitlines()) == 1,
-              f"without gnuplot: want exit 2 'gnuplot not found', got {rc} {err!r}")
+        check(rc == 0 and "warning: gnuplot not found" in err and len(err.splitlines()) == 1,
+              f"without gnuplot: want exit 0 and one warning, got {rc} {err!r}")
+        if rc == 0:
+            text = open(report + ".2").read()
+            check("<svg" not in text and "no chart: gnuplot not found" in text and "<table" in text,
+                  "without gnuplot the report holds its table and says why there is no chart")
         env = dict(os.environ, GRADSYNC_GNUPLOT=os.path.join(tmp, "no-gnuplot"))
         rc, err = run_err([sweep, "-o", report + ".3"], env)
-        check(rc == 2 and "gnuplot not found" in err, f"GRADSYNC_GNUPLOT missing: {rc} {err!r}")
+        check(rc == 0 and "GRADSYNC_GNUPLOT" in err, f"GRADSYNC_GNUPLOT missing: {rc} {err!r}")
+        # gnuplot that fails: the environment, exit 1 (not bad input).
+        failing = os.path.join(tmp, "failing-gnuplot")
+        with open(failing, "w") as f:
+            f.write("#!/bin/sh\necho 'broken' >&2\nexit 3\n")
+        os.chmod(failing, 0o755)
+        env = dict(os.environ, GRADSYNC_GNUPLOT=failing)
+        rc, err = run_err([sweep, "-o", report + ".4"], env)
+        check(rc == 1 and "gnuplot failed" in err and "internal error" not in err,
+              f"a failing gnuplot exits 1: {rc} {err!r}")
 
 
 def png_pixels(path):

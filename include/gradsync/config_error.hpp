@@ -36,4 +36,12 @@ class ConfigError : public std::runtime_error {
   std::string reason_;
 };
 
+// The environment failed, not the input: a file that cannot be written (disk full, no
+// permission), a folder that cannot be read or created, a helper program that is missing or
+// fails. what() reads "PATH: error: what"; the CLI exits 1 (ConfigError: 2).
+class EnvironmentError : public std::runtime_error {
+ public:
+  EnvironmentError(const std::string& where, const std::string& what);
+};
+
 }  // namespace gradsync

@@ -30,7 +30,7 @@ struct ExitStatus { int code; };
 // "gradsync COMMAND OPTION: error: cannot open 'PATH'".
 [[nodiscard]] std::string read_input_file(const std::string& path, const std::string& command,
                                           const std::string& option);
-// Writes `text` to `path` (ConfigError "PATH: error: cannot write file").
+// Writes `text` to `path` (EnvironmentError "PATH: error: cannot write file": exit 1).
 void write_output_file(const std::filesystem::path& path, const std::string& text);
 // One progress line for a terminal (Simulation::set_progress): "routing 4096 of 98304
 // connections" while the platform is built, else "37 % of 8190 flows, 3.2 ms simulated".

@@ -22,9 +22,10 @@ std::string read_input_file(const std::string& path, const std::string& command,
 
 void write_output_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
+  if (!out) throw EnvironmentError(path.string(), "cannot write file");
   out << text;
-  if (!out) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot write file");
+  out.flush();
+  if (!out) throw EnvironmentError(path.string(), "cannot write file (disk full?)");
 }
 
 }  // namespace gradsync::cli

@@ -1,9 +1,13 @@
 // gradsync command line: a thin layer over the library. Exit codes (README.md, Commands):
-// 0 success, 2 bad input (one line "file:line:col: error: ..."), 1 a bug in gradsync.
+// 0 success, 2 bad input (one line "file:line:col: error: ..."), 1 the environment failed (a
+// file that cannot be written, a missing program, out of memory: "PATH: error: ...") or a bug
+// in gradsync ("internal error").
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
 #include <iostream>
 #include <string>
 
@@ -45,6 +49,16 @@ int main(int argc, char** argv) {
   } catch (const gradsync::UnitError& e) {
     std::cerr << "gradsync: error: " << e.what() << '\n';
     return 2;
+  } catch (const gradsync::EnvironmentError& e) {  // the machine, not the input
+    std::cerr << e.what() << '\n';
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << gradsync::printable("gradsync: error: " + std::string(e.what())) << '\n';
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "gradsync: error: out of memory: the model of this cluster needs more memory "
+                 "than this machine gives (try fewer nodes or --fidelity flow)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "gradsync: internal error (please report): " << e.what() << '\n';
     return 1;

@@ -37,6 +37,9 @@ struct MergeCliOptions {
 };
 
 void merge(const MergeCliOptions& o) {
+  if (o.out_dir.empty())
+    throw ConfigError(SourceMark{"gradsync merge -o", 0, 0},
+                      "the results folder is empty: give a folder (it is created)");
   const fs::path out_dir = o.out_dir;
   std::error_code ec;
   if (fs::is_directory(sweep::points_dir(out_dir), ec))
@@ -96,7 +99,7 @@ void merge(const MergeCliOptions& o) {
 
   fs::create_directories(out_dir, ec);
   if (ec)
-    throw ConfigError(SourceMark{out_dir.string(), 0, 0}, "cannot create the folder: " + ec.message());
+    throw EnvironmentError(out_dir.string(), "cannot create the folder: " + ec.message());
   const std::size_t total = manifest ? manifest->points : records.size();
   sweep::write_results(out_dir, keys, records);
   sweep::Manifest merged = manifest.value_or(sweep::Manifest{});

@@ -11,7 +11,8 @@
 // Charts are SVG drawn by gnuplot (its svg terminal) run as a subprocess on temp files, and
 // inlined with gnuplot's XML prolog stripped. GRADSYNC_GNUPLOT overrides the gnuplot program.
 //
-// Exit codes: 0 written; 2 bad input (DIR holds no results, gnuplot missing or failing).
+// Exit codes: 0 written (without gnuplot: the table only, with a warning); 2 bad input (DIR
+// holds no results); 1 gnuplot failing, a file that cannot be written.
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -106,14 +107,13 @@ std::string gp_data_text(std::string s) {
 
 std::string num_text(double v) { return std::isnan(v) ? "" : fmt::format("{:.4g}", v); }
 
-// The gnuplot program: GRADSYNC_GNUPLOT, else "gnuplot" found on PATH.
-std::string find_gnuplot() {
+// The gnuplot program: GRADSYNC_GNUPLOT, else "gnuplot" found on PATH; nullopt (with why)
+// when there is none: the report then holds its table only.
+std::optional<std::string> find_gnuplot(std::string& why) {
   if (const char* env = std::getenv("GRADSYNC_GNUPLOT"); env && *env) {
-    if (::access(env, X_OK) != 0)
-      fail("gradsync report", fmt::format("gnuplot not found: GRADSYNC_GNUPLOT={} is not an "
-                                          "executable program",
-                                          env));
-    return env;
+    if (::access(env, X_OK) == 0) return std::string(env);
+    why = fmt::format("gnuplot not found: GRADSYNC_GNUPLOT={} is not an executable program", env);
+    return std::nullopt;
   }
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
@@ -122,16 +122,17 @@ std::string find_gnuplot() {
     const fs::path p = fs::path(d.empty() ? "." : d) / "gnuplot";
     if (::access(p.c_str(), X_OK) == 0) return p.string();
   }
-  fail("gradsync report",
-       "gnuplot not found on PATH: the report draws its charts with it (Debian: apt-get install "
-       "gnuplot-nox), or set GRADSYNC_GNUPLOT to the program");
+  why = "gnuplot not found on PATH: the report draws its charts with it (Debian: apt-get install "
+        "gnuplot-nox), or set GRADSYNC_GNUPLOT to the program";
+  return std::nullopt;
 }
 
 // Runs `gnuplot script` with stdout into `svg`; returns the SVG element (prolog stripped).
 std::string run_gnuplot(const std::string& gnuplot, const fs::path& script, const fs::path& svg,
                         const fs::path& errors) {
   const pid_t pid = ::fork();
-  if (pid < 0) fail("gradsync report", fmt::format("cannot fork: {}", std::strerror(errno)));
+  if (pid < 0)
+    throw EnvironmentError("gradsync report", fmt::format("cannot fork: {}", std::strerror(errno)));
   if (pid == 0) {
     const int out = ::open(svg.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     const int err = ::open(errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -154,15 +155,16 @@ std::string run_gnuplot(const std::string& gnuplot, const fs::path& script, cons
     std::string msg = slurp(errors);
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     if (msg.size() > 300) msg.resize(300);
-    fail("gradsync report",
-         WIFEXITED(status) && WEXITSTATUS(status) == 127
-             ? fmt::format("gnuplot not found: cannot run {}", gnuplot)
-             : fmt::format("gnuplot failed on {}: {}", script.string(), msg));
+    throw EnvironmentError("gradsync report",
+                           WIFEXITED(status) && WEXITSTATUS(status) == 127
+                               ? fmt::format("gnuplot not found: cannot run {}", gnuplot)
+                               : fmt::format("gnuplot failed on {}: {}", script.string(), msg));
   }
   std::string text = slurp(svg);
   const std::size_t start = text.find("<svg");
   if (start == std::string::npos)
-    fail("gradsync report", fmt::format("gnuplot wrote no SVG for {}", script.string()));
+    throw EnvironmentError("gradsync report",
+                           fmt::format("gnuplot wrote no SVG for {}", script.string()));
   return text.substr(start);
 }
 
@@ -171,7 +173,8 @@ class TempDir {
   TempDir() {
     std::string templ = (fs::temp_directory_path() / "gradsync-report-XXXXXX").string();
     if (!::mkdtemp(templ.data()))
-      fail("gradsync report", fmt::format("cannot create a temp folder: {}", std::strerror(errno)));
+      throw EnvironmentError("gradsync report",
+                             fmt::format("cannot create a temp folder: {}", std::strerror(errno)));
     path_ = templ;
   }
   ~TempDir() {
@@ -189,7 +192,7 @@ class TempDir {
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary);
   out << text;
-  if (!out) fail(p.string(), "cannot write file");
+  if (!out) throw EnvironmentError(p.string(), "cannot write file");
 }
 
 constexpr const char* kTerminal =
@@ -386,14 +389,20 @@ void report(const ReportCliOptions& o) {
     fail(dir.string(), fmt::format("holds {} points but none succeeded: nothing to chart",
                                    points.size()));
 
-  const std::string gnuplot = find_gnuplot();
+  std::string no_charts;
+  const std::optional<std::string> gnuplot = find_gnuplot(no_charts);
+  if (!gnuplot)
+    std::cerr << printable("gradsync report: warning: " + no_charts +
+                           "; the report holds the table only") << '\n';
+  const std::string missing =
+      "<p class=\"note\">(no chart: " + html(no_charts) + ")</p>";
   const fs::path out = o.out.empty() ? dir / "report.html" : fs::path(o.out);
   const TempDir tmp;
-  const std::string scaling = scaling_chart(gnuplot, tmp.path(), good, keys);
-  const std::string breakdown = breakdown_chart(gnuplot, tmp.path(), good);
+  const std::string scaling = gnuplot ? scaling_chart(*gnuplot, tmp.path(), good, keys) : missing;
+  const std::string breakdown = gnuplot ? breakdown_chart(*gnuplot, tmp.path(), good) : missing;
   const bool has_cost = std::any_of(good.begin(), good.end(),
                                     [](const Point& p) { return !std::isnan(cost_per_sample(p)); });
-  const std::string cost = has_cost ? cost_chart(gnuplot, tmp.path(), good) : "";
+  const std::string cost = !has_cost ? "" : gnuplot ? cost_chart(*gnuplot, tmp.path(), good) : missing;
 
   const std::string title =
       manifest && !manifest->name.empty() ? manifest->name : dir.filename().string();

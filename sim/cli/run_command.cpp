@@ -347,7 +347,7 @@ void run(const RunCliOptions& o) {
   if (!o.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);
-    if (ec) throw ConfigError(SourceMark{o.out_dir, 0, 0}, "cannot create directory: " + ec.message());
+    if (ec) throw EnvironmentError(o.out_dir, "cannot create directory: " + ec.message());
     write_output_file(std::filesystem::path(o.out_dir) / "result.json", json.dump(2) + "\n");
     write_output_file(std::filesystem::path(o.out_dir) / "trace.json",
                trace_json(result, loaded).dump() + "\n");

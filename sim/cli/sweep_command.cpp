@@ -193,8 +193,8 @@ int lock_folder(const fs::path& dir) {
   const fs::path path = dir / ".lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw ConfigError(SourceMark{dir.string(), 0, 0},
-                      fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+    throw EnvironmentError(dir.string(),
+                           fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
     throw ConfigError(SourceMark{dir.string(), 0, 0},
                       "another gradsync sweep is writing this folder (give each shard its own "
@@ -203,6 +203,10 @@ int lock_folder(const fs::path& dir) {
 }
 
 void sweep_run(const SweepCliOptions& o) {
+  install_stop_handlers();  // from the start: a signal while points are checked stops cleanly
+  if (o.out_dir.empty())
+    throw ConfigError(SourceMark{"gradsync sweep -o", 0, 0},
+                      "the results folder is empty: give a folder (it is created)");
   const SweepSpec spec = load_sweep_file(o.file);
   const SweepShard shard = o.shard.empty() ? SweepShard{} : parse_sweep_shard(o.shard);
   const unsigned jobs = o.jobs == 0 ? sweep::available_cpus() : o.jobs;
@@ -220,6 +224,7 @@ void sweep_run(const SweepCliOptions& o) {
       if (shard.contains(i)) share_points.push_back(spec.point(i));
     const bool tty = isatty(STDERR_FILENO) != 0 && !o.json;
     check_sweep_points(spec, share_points, [&](std::size_t n) {
+      if (g_stop_signal != 0) throw ExitStatus{128 + g_stop_signal};
       if (tty && (n % 50 == 0 || n == share_points.size()))
         std::cerr << fmt::format("\r\033[Kchecking points: {}/{}", n, share_points.size())
                   << std::flush;
@@ -231,7 +236,7 @@ void sweep_run(const SweepCliOptions& o) {
   std::error_code ec;
   fs::create_directories(sweep::points_dir(dir), ec);
   if (ec)
-    throw ConfigError(SourceMark{dir.string(), 0, 0}, "cannot create the folder: " + ec.message());
+    throw EnvironmentError(dir.string(), "cannot create the folder: " + ec.message());
   const int lock_fd = lock_folder(dir);
   (void)lock_fd;  // held until exit
 
@@ -311,7 +316,11 @@ void sweep_run(const SweepCliOptions& o) {
                              jobs, dir.string());
 
   // Run.
-  install_stop_handlers();
+  if (g_stop_signal != 0) {
+    std::cerr << fmt::format("sweep: stopped by signal {} ({}) before any point ran\n",
+                             static_cast<int>(g_stop_signal), ::strsignal(g_stop_signal));
+    throw ExitStatus{128 + g_stop_signal};
+  }
   sweep::WorkerPool pool("/proc/self/exe", limit);
   Progress progress(todo.size());
   std::size_t next = 0, ran = 0, interrupted = 0;

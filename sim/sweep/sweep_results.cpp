@@ -26,8 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void fail_io(const fs::path& path, const std::string& what) {
-  throw ConfigError(SourceMark{path.string(), 0, 0},
-                    fmt::format("cannot {}: {}", what, std::strerror(errno)));
+  throw EnvironmentError(path.string(), fmt::format("cannot {}: {}", what, std::strerror(errno)));
 }
 
 void write_all(int fd, const std::string& text, const fs::path& path) {
@@ -54,7 +53,7 @@ void fsync_dir(const fs::path& dir) {
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(SourceMark{path.string(), 0, 0}, "cannot open file");
+  if (!in) throw EnvironmentError(path.string(), "cannot read file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -243,7 +242,9 @@ std::vector<PointRecord> read_points(const fs::path& dir, bool remove_temp,
   const fs::path points = points_dir(dir);
   std::error_code ec;
   if (!fs::is_directory(points, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(points)) {
+  fs::directory_iterator it(points, ec);
+  if (ec) throw EnvironmentError(points.string(), "cannot read the folder: " + ec.message());
+  for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
     if (name.starts_with(".")) {  // a temp file: a write that never reached its rename
       if (remove_temp && name.find(".tmp-") != std::string::npos) fs::remove(entry.path(), ec);
@@ -452,6 +453,9 @@ Baseline load_baseline(const fs::path& path, const std::vector<std::string>& key
   Baseline b;
   b.file = path.string();
   b.keys = keys;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))  // a baseline the user names that is not there: bad input
+    throw ConfigError(SourceMark{b.file, 0, 0}, "cannot open the baseline (a sweep's results.csv)");
   const auto rows = parse_csv(read_text(path), b.file);
   if (rows.empty() || (rows.size() == 1 && rows[0].size() == 1 && rows[0][0].empty()))
     throw ConfigError(SourceMark{b.file, 1, 1}, "empty baseline: expected a sweep's results.csv");

@@ -63,4 +63,7 @@ ConfigError::ConfigError(const SourceMark& at, const std::string& what)
       where_(at),
       reason_(printable(what)) {}
 
+EnvironmentError::EnvironmentError(const std::string& where, const std::string& what)
+    : std::runtime_error(printable(where + ": error: " + what)) {}
+
 }  // namespace gradsync
