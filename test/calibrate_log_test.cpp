@@ -1,5 +1,5 @@
 // Reading nccl-tests output and editing topology YAML text (calibrate.hpp), model layer only.
-// The log below is the MLE-A100x8 run of ../shared/data/nccl-tests-public.csv (rows
+// The log below is the MLE-A100x8 run of test/data/nccl-tests/published.csv (rows
 // MLE-A100x8-32768 ... MLE-A100x8-1073741824: size, time, algbw, busbw as published) written the
 // way all_reduce_perf prints it, with rank lines and in-place columns.
 #include <doctest/doctest.h>

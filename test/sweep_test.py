@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CLI contract of `gradsync sweep` and `gradsync merge` (DESIGN.md §5.3, §6).
+"""CLI contract of `gradsync sweep` and `gradsync merge` (examples/sweeps/README.md; README.md, Commands).
 
 Usage: GRADSYNC=/path/to/gradsync python3 test/sweep_test.py CASE [SOURCE_DIR]
 

@@ -62,7 +62,7 @@ enum class CpuVendor : std::uint8_t { Intel, Amd };
 // NVLS (NVLink SHARP, Algorithm::Nvls) bandwidth: the share of a GPU port's NVLink effective
 // bandwidth (the Ring-calibrated default efficiency 0.80, fabric_defaults.cpp) that NVLS
 // push/pull traffic gets; the engine scales NVLS transfers by it (NcclStepCost::
-// bandwidth_factor). Hopper's is sourced from data/nccl-tests-public.csv: GTC-H100-NVLS busbw
+// bandwidth_factor). Hopper's is sourced from test/data/nccl-tests/published.csv: GTC-H100-NVLS busbw
 // 480 GB/s (8× H100; NVIDIA GTC24 S62129 / GTC25 S72583 slide 12) and
 // AWS-p5x1-8589934592 / -17179869184 (480.4 / 483.1 GB/s, NCCL's default is NVLS there). NVLS
 // moves S each way per GPU port, so busbw = 2(n−1)/n · 450 · 0.80 · f: f = 480 / (1.75 · 360)

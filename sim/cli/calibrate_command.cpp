@@ -1,5 +1,5 @@
 // `gradsync calibrate TOPOLOGY --nccl-tests LOG [-o calibrated.yaml] [--json] [--force]`
-// (DESIGN.md §6): fits a topology template to a real nccl-tests run by running the simulator
+// (README.md, Commands): fits a topology template to a real nccl-tests run by running the simulator
 // itself, over the whole curve. Parameters, in two stages:
 //   1. the physical ones: the efficiency of the bottleneck link group the collective crosses
 //      (`network.efficiency` when the ranks span servers, `node.intra.efficiency` within one

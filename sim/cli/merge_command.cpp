@@ -1,5 +1,5 @@
 // `gradsync merge DIR... -o DIR`: joins the outputs of sweep shards (or of interrupted and
-// resumed runs) into one results.jsonl and results.csv (DESIGN.md §6), each point exactly once.
+// resumed runs) into one results.jsonl and results.csv (README.md, Commands), each point exactly once.
 // A point found in several folders must hold the same result (its wall time aside); a
 // conflicting duplicate means the folders come from different sweeps or gradsync versions, and
 // is an error.

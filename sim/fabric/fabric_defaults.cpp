@@ -1,6 +1,6 @@
 // Default link efficiencies: the share of a link's line rate that carries payload when a
 // topology gives no `efficiency:`. Each value is the busbw that published nccl-tests runs
-// reach divided by the bottleneck line rate; rows are ids in shared/data/nccl-tests-public.csv.
+// reach divided by the bottleneck line rate; rows are ids in test/data/nccl-tests/published.csv.
 // The derivations, and the rows that disagree, are in sim/fabric/README.md.
 #include "gradsync/fabric_defaults.hpp"
 

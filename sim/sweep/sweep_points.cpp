@@ -1,4 +1,4 @@
-// Points of a sweep (DESIGN.md §5.3): deterministic order, stable ids, shards. Pure code.
+// Points of a sweep (examples/sweeps/README.md): deterministic order, stable ids, shards. Pure code.
 #include <algorithm>
 #include <charconv>
 #include <cstdint>

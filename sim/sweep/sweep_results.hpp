@@ -1,4 +1,4 @@
-// Results of a sweep on disk (DESIGN.md §6), shared by `gradsync sweep` and `gradsync merge`.
+// Results of a sweep on disk (README.md, Commands), shared by `gradsync sweep` and `gradsync merge`.
 //
 // DIR/points/ID.json   one record per finished point: the source of truth. Written to a temp
 //                      file in the same folder, fsync'ed, renamed over ID.json, and the folder

@@ -1,5 +1,5 @@
 // Worker processes of a sweep: at most N at once, each a fresh `gradsync run ... --json`
-// (STYLE.md rule 5: one SimGrid simulation per process). Their stdout and stderr are captured
+// (SimGrid allows one simulation per process: s4u::Engine is a singleton). Their stdout and stderr are captured
 // through pipes, each has a wall-clock limit, and they die with the sweep (Linux
 // PR_SET_PDEATHSIG): a sweep killed with SIGKILL leaves no simulation running behind it.
 // Part of the CLI (POSIX processes); the library never forks.

@@ -3,7 +3,7 @@
 published nccl-tests all_reduce_perf runs, over the whole curve.
 
 For every system of the measured rows (test/data/nccl-tests/*.csv by default; --csv adds
-files, e.g. ../shared/data/nccl-tests-public.csv where new published rows arrive) that a
+files of the same columns, e.g. new published rows) that a
 shipped topology models (SYSTEMS below), this runs
 
     $GRADSYNC bench TOPOLOGY --op allreduce --algo auto --json ...
