@@ -128,6 +128,20 @@ if run "import-trace legacy trace without --model" import-trace "$legacy" -o "$w
 fi
 if [[ -e $work/s.yaml ]]; then fail "import-trace errors" "a scenario was written"; fi
 
+# Bounded reads: sizes are checked before memory is spent (a 20 MB file, an endless device).
+head -c 20000000 /dev/zero | tr '\0' 'a' >"$work/huge.yaml"
+if run "a 20 MB topology" topo "$work/huge.yaml"; then
+  check_error "a 20 MB topology" "$work/huge.yaml: error: " "larger than 16 MiB"
+fi
+topology=$(cd "$dir/../../../topologies" && pwd)/dgx-a100.yaml
+if run "calibrate reading /dev/zero" calibrate "$topology" --nccl-tests /dev/zero; then
+  check_error "calibrate reading /dev/zero" "/dev/zero: error: " "larger than 64 MiB"
+fi
+printf '#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n  1048576 262144 float sum -1 1.7e308 1 1 0 1.7e308 1 1 0\n' >"$work/inf.log"
+if run "an nccl-tests time of 1.7e308 us" calibrate "$topology" --nccl-tests "$work/inf.log"; then
+  check_error "an nccl-tests time of 1.7e308 us" "$work/inf.log:2:31: error: " "not a plausible time"
+fi
+
 if run "topo without a file" topo; then check_usage "topo without a file"; fi
 if run "unknown subcommand" bogus; then check_usage "unknown subcommand"; fi
 if run "no subcommand"; then check_usage "no subcommand"; fi

@@ -198,10 +198,16 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& di
              fmt::format("'{}' is not a {} (a whole number >= 0)", t[i].text, what));
       return *v;
     };
+    // Times and rates nccl-tests can print: below 1e12 (a time of 11 days in us, or 1000 TB/s),
+    // so that sums of several runs stay finite and a corrupt value is caught here.
+    constexpr double kMaxValue = 1e12;
     auto number = [&](std::size_t i, const char* what) {
       const auto v = to_number(t[i].text);
       if (!v || *v < 0)
         fail(line_no, t[i].column, fmt::format("'{}' is not a {} (a number >= 0)", t[i].text, what));
+      if (*v >= kMaxValue)
+        fail(line_no, t[i].column,
+             fmt::format("'{}' is not a plausible {} (at most 1e12)", t[i].text, what));
       return *v;
     };
     NcclTestsRow row;

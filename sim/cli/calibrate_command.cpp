@@ -211,6 +211,11 @@ class Calibrator {
       std::string out, err;
       const int rc = run_child(args, out, err);
       if (rc != 0) {
+        // The candidate file is deleted on exit: name what it was instead.
+        const std::string shown = fmt::format("{} (candidate {} of the fit)", o_.topology, runs_);
+        for (std::size_t at = err.find(file.string()); at != std::string::npos;
+             at = err.find(file.string(), at + shown.size()))
+          err.replace(at, file.string().size(), shown);
         // A candidate the topology loader rejects is bad input (every fitted value is kept
         // within its key's range, so this is the original file's problem); anything else is
         // ours.

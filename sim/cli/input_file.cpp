@@ -1,23 +1,24 @@
 // Reading a whole input file for a command, writing an output file (see commands.hpp).
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "gradsync/bounded_read.hpp"
 #include "gradsync/config_error.hpp"
 
 namespace gradsync::cli {
 
 std::string read_input_file(const std::string& path, const std::string& command,
                             const std::string& option) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
     throw ConfigError(SourceMark{"gradsync " + command + " " + option, 0, 0},
                       fmt::format("cannot open '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // An nccl-tests log of a full sweep is ~100 KiB (with every rank's lines, a few MiB).
+  return read_file_bounded(path, std::size_t{64} << 20, "64 MiB");
 }
 
 void write_output_file(const std::filesystem::path& path, const std::string& text) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "duplicate_keys.hpp"
+#include "gradsync/bounded_read.hpp"
 
 namespace gradsync::config {
 
@@ -145,18 +146,10 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
 }
 
 YAML::Node load_yaml_file(const std::string& path, std::string* text_out) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(SourceMark{path, 0, 0}, "is a directory, expected a YAML file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(SourceMark{path, 0, 0}, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  // A bound on input size: a topology or scenario is a few KiB; megabytes mean a wrong file.
+  // A bound on input size, checked before reading: a topology or scenario is a few KiB;
+  // megabytes mean a wrong file.
   constexpr std::size_t kMaxFileBytes = 16u << 20;
-  if (text.size() > kMaxFileBytes)
-    throw ConfigError(SourceMark{path, 0, 0}, "file is larger than 16 MiB; not a gradsync input");
+  std::string text = read_file_bounded(path, kMaxFileBytes, "16 MiB");
   YAML::Node root = parse_yaml(text, path);
   if (text_out != nullptr) *text_out = std::move(text);
   return root;
