@@ -53,7 +53,7 @@ TEST_CASE("advise: faster networks only, each with its own fabric's efficiency")
   CHECK(has_set(vs, "sync.algorithm=ring"));
   CHECK(has_set(vs, "sync.strategy=ps"));
   CHECK(has_set(vs, "sync.ps.servers=2"));
-  CHECK(has_set(vs, "sync.compression.method=int8"));
+  CHECK(has_set(vs, "sync.compression={method: int8}"));
 
   // At the same line rate, only a better fabric: RoCE and InfiniBand at 100 Gb/s over 100 GbE.
   AdviceBaseline e100 = two_servers_on_10gbe();
@@ -178,7 +178,7 @@ TEST_CASE("advise: ranking by samples/s and by cost, gains against the baseline"
   const AdviceOutcome base = outcome(100);
   std::vector<RankedVariant> vs;
   vs.push_back({accumulation_variant(AdviceBaseline{}, 4), outcome(150), 0});
-  vs.push_back({topk_variant(0.01), outcome(300), 0});
+  vs.push_back({topk_variant(AdviceBaseline{}, 0.01), outcome(300), 0});
   vs.push_back({nodes_variant(two_servers_on_10gbe(), 1), outcome(80), 0});
   vs[0].outcome.cost_per_sample = 2.0;
   vs[1].outcome.cost_per_sample = 3.0;  // the third has no price
@@ -202,11 +202,39 @@ TEST_CASE("advise: networks that gain under 1 % over a slower one are dropped") 
   vs[0].outcome.samples_per_s = 119;
   vs[1].outcome.samples_per_s = 121.4;
   for (std::size_t i = 2; i < vs.size(); ++i) vs[i].outcome.samples_per_s = 122;
-  vs.push_back({topk_variant(0.1), outcome(50), 0});  // not a network: kept
+  vs.push_back({topk_variant(AdviceBaseline{}, 0.1), outcome(50), 0});  // not a network: kept
   const auto dropped = drop_dominated_networks(vs, 100.0);
   CHECK(vs.size() == 3);
   CHECK(dropped.size() == networks - 2);
   CHECK(vs[0].variant.change.find("25 GbE") != std::string::npos);
   CHECK(vs[1].variant.change.find("100 GbE") != std::string::npos);
   CHECK(vs[2].variant.kind == AdviceKind::Compression);
+}
+
+TEST_CASE("advise: only what NCCL runs under software: nccl; compression replaces the whole key") {
+  AdviceBaseline b = two_servers_on_10gbe();
+  CHECK(has_set(plan_advice_variants(b), "sync.algorithm=hierarchical"));
+  b.nccl = true;
+  CHECK_FALSE(has_set(plan_advice_variants(b), "sync.algorithm=hierarchical"));
+  // The what-if sets sync.compression as a whole (a file may write it as a word or a
+  // mapping), keeping the scenario's codec keys.
+  b.compression_keys = ", encode_rate: 2e+10B/s";
+  CHECK(has_set(plan_advice_variants(b), "sync.compression={method: int8, encode_rate: 2e+10B/s}"));
+  CHECK(topk_variant(b, 0.01).sets ==
+        std::vector<std::string>{"sync.compression={method: topk, ratio: 0.01, encode_rate: 2e+10B/s}"});
+}
+
+TEST_CASE("advise: an algorithm auto already runs is not a what-if") {
+  AdviceBaseline b = two_servers_on_10gbe();
+  std::vector<RankedVariant> vs;
+  for (const AdviceVariant& v : plan_advice_variants(b))
+    if (v.kind == AdviceKind::Algorithm)
+      vs.push_back({v, outcome(100, v.sets[0] == "sync.algorithm=tree" ? 2.0 : 2.5), 0});
+  REQUIRE(vs.size() == 3);  // ring, tree, hierarchical
+  const auto dropped = drop_unchanged_algorithms(vs, b, 2.0);
+  REQUIRE(dropped.size() == 1);
+  CHECK(dropped[0].variant.sets[0] == "sync.algorithm=tree");
+  CHECK(vs.size() == 2);
+  b.algorithm = SyncAlgorithm::Ring;  // a fixed algorithm: an equal time is a real alternative
+  CHECK(drop_unchanged_algorithms(vs, b, 2.5).empty());
 }

@@ -35,6 +35,11 @@ struct AdviceBaseline {
   Overlap overlap = Overlap::Bucketed;
   std::uint32_t accumulation = 1;
   CompressionMethod compression = CompressionMethod::None;
+  // The scenario's other compression keys as flow-mapping entries (", encode_rate: 2e+10B/s,
+  // error_feedback: true"), kept when a what-if sets the method: a what-if replaces
+  // sync.compression as a whole, which works whether the file writes it as a word or a mapping.
+  std::string compression_keys;
+  bool nccl = false;  // software: nccl: only what NCCL runs (no hierarchical) is proposed
   ParallelSpec parallel;         // the scenario's layout (parallel:)
   bool transformer = false;      // model.hidden and seq_len known: tensor/pipeline can apply
   std::uint32_t gpus = 1;        // GPUs the scenario uses
@@ -77,8 +82,9 @@ struct AdviceVariant {
 [[nodiscard]] std::vector<std::uint32_t> accumulation_ladder(const AdviceBaseline& baseline);
 inline constexpr std::uint32_t kMaxAdviceAccumulation = 256;
 
-// Top-K sparsification keeping `ratio` of the gradient's elements.
-[[nodiscard]] AdviceVariant topk_variant(double ratio);
+// Top-K sparsification keeping `ratio` of the gradient's elements (the baseline's other
+// compression keys kept).
+[[nodiscard]] AdviceVariant topk_variant(const AdviceBaseline& baseline, double ratio);
 // Keep-ratios tried first, largest first (10 % down to 0.1 %).
 [[nodiscard]] std::vector<double> topk_ladder();
 // Between a keep-ratio known to fail (larger) and one known to pass (smaller): their geometric
@@ -153,6 +159,11 @@ inline constexpr double kAdviceNetworkMargin = 0.01;
 [[nodiscard]] std::vector<RankedVariant> drop_dominated_networks(
     std::vector<RankedVariant>& variants, double baseline_samples_per_s,
     double margin = kAdviceNetworkMargin);
+// Algorithm what-ifs away from `auto` that change nothing (auto already runs that algorithm
+// for every bucket: the same step time within 1e-9): dropped, and returned.
+[[nodiscard]] std::vector<RankedVariant> drop_unchanged_algorithms(
+    std::vector<RankedVariant>& variants, const AdviceBaseline& baseline,
+    double baseline_step_time_s);
 // Best first: most samples/s, or lowest cost per sample (unpriced variants last, then by
 // samples/s). Ties keep the input order.
 [[nodiscard]] std::vector<RankedVariant> rank_variants(const AdviceOutcome& baseline,

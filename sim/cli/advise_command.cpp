@@ -158,6 +158,11 @@ AdviceBaseline baseline_of(const LoadedScenario& loaded) {
   b.overlap = sc.sync.overlap;
   b.accumulation = sc.training.accumulation;
   b.compression = sc.sync.compression.method;
+  const CompressionSpec& comp = sc.sync.compression;
+  if (comp.encode_rate) b.compression_keys += fmt::format(", encode_rate: {:.17g}B/s", comp.encode_rate->bytes_per_second());
+  if (comp.decode_rate) b.compression_keys += fmt::format(", decode_rate: {:.17g}B/s", comp.decode_rate->bytes_per_second());
+  if (comp.error_feedback) b.compression_keys += ", error_feedback: true";
+  b.nccl = loaded.topology.topology.software() == SoftwareModel::Nccl;
   b.parallel = sc.parallel;
   b.transformer = sc.model.hidden > 0.0 && sc.model.seq_len > 0.0;
   b.gpus = sc.gpus.value_or(static_cast<std::uint32_t>(loaded.topology.topology.gpu_count()));
@@ -216,6 +221,7 @@ struct Advice {
   std::optional<double> compression_ratio_needed;  // dense bytes / wire bytes at that ratio
   std::vector<std::pair<AdviceVariant, std::string>> not_applicable;
   std::vector<RankedVariant> no_better;  // networks that gain < 1 % over a slower one
+  std::vector<RankedVariant> unchanged;  // algorithms auto already runs
   std::vector<std::string> notes;
 };
 
@@ -251,7 +257,7 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
     for (std::uint32_t k : acc_ladder) variants.push_back(accumulation_variant(b, k));
     if (b.compression != CompressionMethod::TopK && b.parallel.plain()) {
       topk = topk_ladder();
-      for (double r : topk) variants.push_back(topk_variant(r));
+      for (double r : topk) variants.push_back(topk_variant(b, r));
     }
   }
   std::vector<std::vector<std::string>> batch;
@@ -343,7 +349,7 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
     while (best) {
       const auto probe = next_topk_probe(failing, *a.topk_ratio_needed);
       if (!probe) break;
-      const AdviceVariant v = topk_variant(*probe);
+      const AdviceVariant v = topk_variant(b, *probe);
       const Trial t = runner.run({v.sets})[0];
       if (t.outcome && t.outcome->under_rule()) {
         a.topk_ratio_needed = *probe;
@@ -368,6 +374,7 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
     a.notes.push_back("the topology is an explicit graph: server count, NICs and network "
                       "what-ifs need a cluster template (edit the graph to try them)");
   a.no_better = drop_dominated_networks(results, a.baseline.samples_per_s);
+  a.unchanged = drop_unchanged_algorithms(results, b, a.baseline.step_time_s);
   a.ranked = rank_variants(a.baseline, std::move(results),
                            o.rank == "cost" ? AdviceRanking::CostPerSample
                                             : AdviceRanking::SamplesPerSecond);
@@ -415,6 +422,12 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
   if (footnote)
     std::cout << "  * priced with the topology's cost: as written (the old NIC and switch prices)\n";
 
+  if (!a.unchanged.empty()) {
+    std::cout << "  not listed, what auto already runs here:";
+    for (std::size_t i = 0; i < a.unchanged.size(); ++i)
+      std::cout << (i ? ", " : " ") << a.unchanged[i].variant.change;
+    std::cout << "\n";
+  }
   if (!a.no_better.empty()) {
     std::cout << fmt::format("  not listed, no more than {:g} % over a slower network:",
                              kAdviceNetworkMargin * 100.0);
@@ -506,6 +519,9 @@ Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs
                                              ? Json(*p.outcome.cost_per_sample)
                                              : Json(nullptr)}});
   auto opt = [](const auto& x) { return x ? Json(*x) : Json(nullptr); };
+  Json unchanged = Json::array();
+  for (const RankedVariant& r : a.unchanged)
+    unchanged.push_back({{"change", r.variant.change}, {"sets", r.variant.sets}});
   Json no_better = Json::array();
   for (const RankedVariant& r : a.no_better)
     no_better.push_back({{"change", r.variant.change}, {"sets", r.variant.sets},
@@ -532,6 +548,7 @@ Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs
                 {"compression_ratio_needed", opt(a.compression_ratio_needed)}}},
               {"notes", a.notes},
               {"no_better_than_slower_network", std::move(no_better)},
+              {"same_as_auto", std::move(unchanged)},
               {"not_applicable", std::move(skipped)},
               {"simulations", runs},
               {"wall_s", wall}};

@@ -167,7 +167,7 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
       AdviceVariant v;
       v.kind = AdviceKind::Compression;
       v.change = fmt::format("compression: none → {}", to_string(m));
-      v.sets = {fmt::format("sync.compression.method={}", to_string(m))};
+      v.sets = {fmt::format("sync.compression={{method: {}{}}}", to_string(m), b.compression_keys)};
       out.push_back(std::move(v));
     }
   }
@@ -196,7 +196,7 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
     for (SyncAlgorithm a : {SyncAlgorithm::Ring, SyncAlgorithm::Tree, SyncAlgorithm::Hierarchical,
                             SyncAlgorithm::Auto}) {
       if (a == b.algorithm) continue;
-      if (a == SyncAlgorithm::Hierarchical && b.nodes < 2) continue;
+      if (a == SyncAlgorithm::Hierarchical && (b.nodes < 2 || b.nccl)) continue;  // not NCCL's
       AdviceVariant v;
       v.kind = AdviceKind::Algorithm;
       v.change = fmt::format("algorithm: {} → {}", to_string(b.algorithm), to_string(a));
@@ -246,12 +246,12 @@ std::vector<std::uint32_t> accumulation_ladder(const AdviceBaseline& b) {
   return out;
 }
 
-AdviceVariant topk_variant(double ratio) {
+AdviceVariant topk_variant(const AdviceBaseline& b, double ratio) {
   if (!(ratio > 0.0 && ratio <= 1.0)) throw std::invalid_argument("topk ratio out of (0, 1]");
   AdviceVariant v;
   v.kind = AdviceKind::Compression;
   v.change = fmt::format("compression: Top-K keeping {} of the gradient", format_ratio(ratio));
-  v.sets = {"sync.compression.method=topk", fmt::format("sync.compression.ratio={:g}", ratio)};
+  v.sets = {fmt::format("sync.compression={{method: topk, ratio: {:g}{}}}", ratio, b.compression_keys)};
   return v;
 }
 
@@ -340,6 +340,20 @@ std::vector<RankedVariant> drop_dominated_networks(std::vector<RankedVariant>& v
     } else {
       dropped.push_back(std::move(v));
     }
+  }
+  variants = std::move(kept);
+  return dropped;
+}
+
+std::vector<RankedVariant> drop_unchanged_algorithms(std::vector<RankedVariant>& variants,
+                                                     const AdviceBaseline& b,
+                                                     double baseline_step_time_s) {
+  std::vector<RankedVariant> kept, dropped;
+  for (RankedVariant& v : variants) {
+    const bool same = b.algorithm == SyncAlgorithm::Auto && v.variant.kind == AdviceKind::Algorithm &&
+                      std::abs(v.outcome.step_time_s - baseline_step_time_s) <=
+                          1e-9 * baseline_step_time_s;
+    (same ? dropped : kept).push_back(std::move(v));
   }
   variants = std::move(kept);
   return dropped;
