@@ -138,6 +138,7 @@ TEST_CASE("advise: cheapest server count breaks near-ties toward more samples/s"
   curve[1].outcome.cost_per_sample = 1.005;  // within 1 %: same price per sample, sooner
   curve[2].outcome.cost_per_sample = 1.300;
   CHECK(summarize_scaling(curve).cheapest_nodes == 2);
+  CHECK(summarize_scaling(curve).lowest_cost_nodes == 1);  // the text names both
 }
 
 TEST_CASE("advise: accumulation bisection ends at the smallest value meeting the rule") {

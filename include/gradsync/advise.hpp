@@ -139,6 +139,7 @@ struct ScalingSummary {
   // Lowest cost per sample, when priced; among counts within 1 % of it, the one with the most
   // samples/s (the same price per sample, sooner).
   std::optional<int> cheapest_nodes;
+  std::optional<int> lowest_cost_nodes;  // the count of the lowest cost per sample itself
 };
 [[nodiscard]] ScalingSummary summarize_scaling(std::vector<ScalingPoint> curve);
 

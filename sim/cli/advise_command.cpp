@@ -468,9 +468,15 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
                                *s.diminishing_after);
     else if (s.curve.size() > 1)
       std::cout << "  scaling does not pay: no doubling of servers gives 1.5× the samples/s\n";
-    if (s.cheapest_nodes)
+    if (s.cheapest_nodes && s.cheapest_nodes == s.lowest_cost_nodes)
       std::cout << fmt::format("  lowest cost per sample at {} server{}\n", *s.cheapest_nodes,
                                *s.cheapest_nodes == 1 ? "" : "s");
+    else if (s.cheapest_nodes && s.lowest_cost_nodes)
+      std::cout << fmt::format("  lowest cost per sample at {} server{}; {} server{} cost{} within "
+                               "1 % of it per sample and give the most samples/s\n",
+                               *s.lowest_cost_nodes, *s.lowest_cost_nodes == 1 ? "" : "s",
+                               *s.cheapest_nodes, *s.cheapest_nodes == 1 ? "" : "s",
+                               *s.cheapest_nodes == 1 ? "s" : "");
   }
 
   std::cout << fmt::format("\n{} rule (exposed communication ≤ {} of the step):\n", "30 %",
@@ -539,7 +545,8 @@ Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs
                 {"breakeven_nodes", opt(a.scaling.breakeven_nodes)},
                 {"pays_up_to_nodes", opt(a.scaling.diminishing_after)},
                 {"pays_from_nodes", opt(a.scaling.pays_from)},
-                {"cheapest_nodes", opt(a.scaling.cheapest_nodes)}}},
+                {"cheapest_nodes", opt(a.scaling.cheapest_nodes)},
+                {"lowest_cost_nodes", opt(a.scaling.lowest_cost_nodes)}}},
               {"rule",
                {{"exposed_share_limit", kCommunicationBoundShare},
                 {"met_by_baseline", a.rule_met_already},

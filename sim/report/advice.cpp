@@ -288,8 +288,10 @@ ScalingSummary summarize_scaling(std::vector<ScalingPoint> curve) {
   for (const ScalingPoint& p : s.curve) {
     if (p.outcome.samples_per_s > peak->outcome.samples_per_s) peak = &p;
     if (p.nodes == 1) one = &p;
-    if (p.outcome.cost_per_sample && (!lowest_cost || *p.outcome.cost_per_sample < *lowest_cost))
+    if (p.outcome.cost_per_sample && (!lowest_cost || *p.outcome.cost_per_sample < *lowest_cost)) {
       lowest_cost = p.outcome.cost_per_sample;
+      s.lowest_cost_nodes = p.nodes;
+    }
   }
   s.peak_nodes = peak->nodes;
   if (lowest_cost) {
