@@ -105,8 +105,12 @@ def case_shards_merge(tmp):
     check(read(os.path.join(merged, "results.csv")) == read(os.path.join(full, "results.csv")),
           "merged results.csv is identical to the unsharded one")
     header = read(os.path.join(full, "results.csv")).splitlines()[0].split(",")
-    check(header[:3] == ["sync.bucket", "topology_overrides.nodes", "sync.algorithm"],
-          f"swept keys first in results.csv (zip, then grid), got {header[:3]}")
+    check(header[:4] == ["sync.bucket", "sync.bucket [B]", "topology_overrides.nodes", "sync.algorithm"],
+          f"swept keys first in results.csv (zip, then grid; a size also in bytes), got {header[:4]}")
+    rows = [r.split(",") for r in read(os.path.join(full, "results.csv")).splitlines()[1:]]
+    from_units = {"25MiB": 25 * 2**20, "50MiB": 50 * 2**20}
+    check(all(int(r[1]) == from_units.get(r[0], -1) for r in rows),
+          f"the [B] column is the size in bytes: {[r[:2] for r in rows[:3]]}")
     check("step_time_s" in header and header[-3:] == ["point", "ok", "error"],
           f"metric columns then point, ok, error: {header}")
 

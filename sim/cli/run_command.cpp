@@ -131,6 +131,10 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
 }
 
 std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
+// Samples/s with one decimal, or 3 significant digits below 10 (0.03, not 0.0).
+std::string rate_text(double v) {
+  return v >= 10.0 || v == 0.0 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v);
+}
 
 void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   const Scenario& sc = loaded.scenario;
@@ -194,7 +198,8 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
   auto row = [&](const std::string& label, Seconds value, const std::string& extra) {
     std::cout << fmt::format("  {:<22}{:>12}   {}\n", label, format_time(value), extra);
   };
-  row("step time", m.step_time, fmt::format("({} steps: {})", sc.training.steps,
+  row("step time", m.step_time, fmt::format("({} step{}: {})", sc.training.steps,
+                                            sc.training.steps == 1 ? "" : "s",
                                             format_time(r.total_time)));
   const bool async = sc.sync.strategy == SyncStrategy::AsyncParameterServer;
   if (!plain)
@@ -242,14 +247,15 @@ void print_text(const ScenarioResult& r, const LoadedScenario& loaded) {
                              "{} updates from all workers in between (async-ps)\n",
                              "staleness", t.staleness_steps, m.staleness_updates);
   std::cout << fmt::format("  {:<22}{:>12}\n", "GPU utilization", percent(m.gpu_utilization));
-  std::cout << fmt::format("  {:<22}{:>12.1f}   samples/s ({:.0f} samples per step)\n",
-                           "throughput", m.samples_per_s, m.samples_per_step);
+  std::cout << fmt::format("  {:<22}{:>12}   samples/s ({:.0f} samples per step)\n",
+                           "throughput", rate_text(m.samples_per_s), m.samples_per_step);
   std::cout << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication\n",
                            "scaling efficiency", percent(m.scaling_efficiency),
                            plain ? r.ranks : r.gpus);
   if (r.nodes > 1 && r.one_node_samples_per_s.value_or(0.0) > 0.0)
-    std::cout << fmt::format("  {:<22}{:>12}   vs {} × one node ({:.1f} samples/s)\n", "",
-                             percent(*r.scaling_vs_one_node), r.nodes, *r.one_node_samples_per_s);
+    std::cout << fmt::format("  {:<22}{:>12}   vs {} × one node ({} samples/s)\n", "",
+                             percent(*r.scaling_vs_one_node), r.nodes,
+                             rate_text(*r.one_node_samples_per_s));
   if (const auto cost = cluster_cost(loaded.topology.topology); cost && m.samples_per_s > 0.0)
     std::cout << fmt::format("  {:<22}{:>12.3g}   {} per sample ({:.0f} {} cluster depreciated over "
                              "3 years: {:.2f} {}/hour)\n",

@@ -3,12 +3,14 @@
 #include "sweep_results.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -18,6 +20,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "gradsync/units.hpp"
 
 namespace gradsync::sweep {
 
@@ -308,6 +312,19 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
+namespace {
+// `text` in base units of `unit` ("B/s", "B", "s"), when it parses as one.
+std::optional<double> numeric_value(const std::string& text, const std::string& unit) {
+  try {
+    if (unit == "B/s") return parse_rate(text).bytes_per_second();
+    if (unit == "B") return parse_size(text).bytes();
+    if (unit == "s") return parse_time(text).seconds();
+  } catch (const UnitError&) {
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 void write_results(const fs::path& dir, const std::vector<std::string>& keys,
                    std::vector<PointRecord> records) {
   std::sort(records.begin(), records.end(), [](const PointRecord& a, const PointRecord& b) {
@@ -336,7 +353,38 @@ void write_results(const fs::path& dir, const std::vector<std::string>& keys,
     row += "\n";
     csv.write(row);
   };
-  std::vector<std::string> header = keys;
+  // Swept values written with units ("25Gbps", "1MiB", "50us") get a numeric column beside
+  // them in base units, so a spreadsheet or pandas can plot them: "KEY [B/s]", "[B]", "[s]".
+  std::vector<std::optional<std::string>> unit_of(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    bool any = false;
+    for (const char* unit : {"B/s", "B", "s"}) {
+      bool all = true;
+      for (const PointRecord& r : records) {
+        const Json j = r.load();
+        if (!j["sets"].contains(keys[i])) continue;
+        const std::string v = scalar_text(j["sets"][keys[i]]);
+        if (v.empty() || std::isdigit(static_cast<unsigned char>(v.back()))) {
+          all = false;  // a plain number is already numeric
+          break;
+        }
+        any = true;
+        if (!numeric_value(v, unit)) {
+          all = false;
+          break;
+        }
+      }
+      if (all && any) {
+        unit_of[i] = unit;
+        break;
+      }
+    }
+  }
+  std::vector<std::string> header;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    header.push_back(keys[i]);
+    if (unit_of[i]) header.push_back(fmt::format("{} [{}]", keys[i], *unit_of[i]));
+  }
   for (const std::string& m : metrics)
     // A metric named like a swept key (a top-level scenario key such as `gpus`) is prefixed.
     header.push_back(std::find(keys.begin(), keys.end(), m) != keys.end() ? "run." + m : m);
@@ -346,7 +394,14 @@ void write_results(const fs::path& dir, const std::vector<std::string>& keys,
     const Json j = r.load();
     std::vector<std::string> row;
     const Json& sets = j["sets"];
-    for (const std::string& k : keys) row.push_back(sets.contains(k) ? scalar_text(sets[k]) : "");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::string v = sets.contains(keys[i]) ? scalar_text(sets[keys[i]]) : "";
+      row.push_back(v);
+      if (unit_of[i]) {
+        const auto n = numeric_value(v, *unit_of[i]);
+        row.push_back(n ? fmt::format("{:.17g}", *n) : "");
+      }
+    }
     const Json& m = j.value("metrics", Json(nullptr));
     for (const std::string& k : metrics)
       row.push_back(m.is_object() && m.contains(k) && is_scalar(m[k]) ? scalar_text(m[k]) : "");
