@@ -128,12 +128,17 @@ if run "import-trace legacy trace without --model" import-trace "$legacy" -o "$w
 fi
 if [[ -e $work/s.yaml ]]; then fail "import-trace errors" "a scenario was written"; fi
 
+topology=$(cd "$dir/../../../topologies" && pwd)/dgx-a100.yaml
+# bench --set: a bad override value names the --set.
+if run "bench --set nodes=-1" bench "$topology" --set nodes=-1; then
+  check_error "bench --set nodes=-1" "--set nodes=-1: error: " "must be between 1 and"
+fi
+
 # Bounded reads: sizes are checked before memory is spent (a 20 MB file, an endless device).
 head -c 20000000 /dev/zero | tr '\0' 'a' >"$work/huge.yaml"
 if run "a 20 MB topology" topo "$work/huge.yaml"; then
   check_error "a 20 MB topology" "$work/huge.yaml: error: " "larger than 16 MiB"
 fi
-topology=$(cd "$dir/../../../topologies" && pwd)/dgx-a100.yaml
 if run "calibrate reading /dev/zero" calibrate "$topology" --nccl-tests /dev/zero; then
   check_error "calibrate reading /dev/zero" "/dev/zero: error: " "larger than 64 MiB"
 fi

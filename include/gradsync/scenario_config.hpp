@@ -35,5 +35,10 @@ struct LoadedScenario {
 [[nodiscard]] LoadedScenario load_scenario_text(const std::string& text,
                                                 const std::string& display_name,
                                                 const std::vector<std::string>& sets = {});
+// A topology file with `sets` ("node.nic_bandwidth=100Gbps", "nodes=4"; a leading
+// "topology_overrides." is accepted) applied to its text before it is read, as a scenario's
+// topology_overrides are: an error inside a set's value names that --set.
+[[nodiscard]] TopologyFile load_topology_file(const std::filesystem::path& path,
+                                              const std::vector<std::string>& sets);
 
 }  // namespace gradsync

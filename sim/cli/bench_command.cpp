@@ -29,6 +29,7 @@
 #include "gradsync/engine.hpp"
 #include "gradsync/nccl_tests_compare.hpp"
 #include "gradsync/nccl_tuner.hpp"
+#include "gradsync/scenario_config.hpp"
 
 namespace gradsync::cli {
 namespace {
@@ -51,6 +52,7 @@ struct BenchOptions {
   std::uint32_t root = 0;
   bool json = false;
   std::vector<std::string> cfg;
+  std::vector<std::string> sets;  // topology overrides, as a scenario's topology_overrides
   std::string compare;         // nccl-tests log: its sizes and ranks, measured beside simulated
   bool best = false;           // also the fastest simulated algorithm (auto under NCCL)
   bool sizes_given = false;    // --min, --max or --factor on the command line
@@ -160,7 +162,7 @@ void print_comparison(const BenchOptions& o, const Topology& topo, const NcclTes
 }
 
 void run_bench(const BenchOptions& o) {
-  const TopologyFile topo_file = load_topology_file(o.file);
+  const TopologyFile topo_file = load_topology_file(o.file, o.sets);
   const Topology& topo = topo_file.topology;
   const auto op = collective_op_from_string(o.op);
   if (!op) throw ConfigError(cli_mark("--op"), "unknown operation '" + o.op + "'");
@@ -420,6 +422,9 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "simulate a collective over message sizes, "
                                               "printing nccl-tests' table");
   cmd->add_option("topology", opts->file, "topology YAML file")->required();
+  cmd->add_option("--set", opts->sets,
+                  "override a topology key before it is read, as a scenario's topology_overrides "
+                  "(--set nodes=8, --set node.nic_bandwidth=400Gbps, --set network.fabric=roce)");
   cmd->add_option("--op", opts->op, "allreduce | reducescatter | allgather | broadcast | reduce")
       ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
   CLI::Option* algo = cmd->add_option("--algo", opts->algo,

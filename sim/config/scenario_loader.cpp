@@ -1485,6 +1485,24 @@ LoadedScenario load(const std::string& text, const std::string& file,
 
 }  // namespace
 
+TopologyFile load_topology_file(const std::filesystem::path& path,
+                                const std::vector<std::string>& sets) {
+  if (sets.empty()) return load_topology_file(path);
+  std::vector<Override> overrides;
+  for (const std::string& text : sets) {
+    Override o = parse_set(text);
+    if (o.path.size() > 1 && o.path.front() == "topology_overrides") o.path.erase(o.path.begin());
+    overrides.push_back(std::move(o));
+  }
+  const std::string file = path.string();
+  std::string text;
+  (void)config::load_yaml_file(file, &text);
+  const TextPatch patch(text, file, overrides, fmt::format("in topology {}: ", file));
+  TopologyFile out = patch.guard([&] { return load_topology_text(patch.text(), file); });
+  out.path = path;
+  return out;
+}
+
 LoadedScenario load_scenario_file(const std::filesystem::path& path,
                                   const std::vector<std::string>& sets) {
   const std::string file = path.string();
