@@ -87,3 +87,24 @@ TEST_CASE("device pairs: one per directed pair of distinct GPUs a plan uses") {
   const auto pairs = device_pairs(plan_ring_allreduce(4, Bytes(1e6)), ranks);
   CHECK(pairs.size() == 4);  // the ring's four edges
 }
+
+TEST_CASE("dedicated parameter servers are spread over the machines, last GPU of each") {
+  const Topology t = cluster(4, 4);
+  const auto order = place_ranks(t, 16);
+  auto node_of = [&](DeviceId d) { return t.device(d).node; };
+  const auto spread = spread_dedicated_servers(t, order, 4);
+  REQUIRE(spread.size() == 16);
+  // The last 4 ranks (the servers) are on 4 different machines: 3, 2, 1, 0.
+  for (int j = 0; j < 4; ++j) CHECK(node_of(spread[12 + static_cast<std::size_t>(j)]) == 3 - j);
+  // Workers keep their order: machine 0's first three GPUs first.
+  CHECK(spread[0] == order[0]);
+  CHECK(spread[3] == order[4]);
+  // More servers than machines: a second round from the last machine.
+  const auto six = spread_dedicated_servers(t, order, 6);
+  CHECK(node_of(six[14]) == 3);
+  CHECK(node_of(six[15]) == 2);
+  CHECK(six[14] == order[14]);  // machine 3's second-to-last GPU
+  // One machine: unchanged.
+  const Topology one = cluster(1, 4);
+  CHECK(spread_dedicated_servers(one, place_ranks(one, 4), 2) == place_ranks(one, 4));
+}

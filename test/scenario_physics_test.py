@@ -170,5 +170,14 @@ check("one server: scaling vs one node is 1", single["scaling_efficiency_vs_one_
 check("parallel layout across servers: no one-node reference", auto70["scaling_efficiency_vs_one_node"] is None,
       str(auto70["scaling_efficiency_vs_one_node"]))
 
+# 11. Dedicated parameter servers sit on different machines (one NIC each on these servers):
+#     4 servers on 4 machines push and pull through 4 NICs, so the step is far shorter than
+#     with 1 (before, all four took the last machine's GPUs, behind one NIC: equal steps).
+ps = ["topology_overrides.nodes=4", "sync.strategy=ps", "sync.ps.placement=dedicated"]
+ded1 = run(resnet2, *ps, "sync.ps.servers=1")
+ded4 = run(resnet2, *ps, "sync.ps.servers=4")
+check("dedicated PS: 4 servers on 4 machines beat 1 by > 1.5x", ded1["step_time_s"] > 1.5 * ded4["step_time_s"],
+      f"{ded1['step_time_s']:.3f} s vs {ded4['step_time_s']:.3f} s")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)

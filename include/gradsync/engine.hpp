@@ -57,6 +57,14 @@ struct PlacementOptions {
 // The GPUs (DeviceIds) of ranks 0..ranks-1; throws ConfigError when ranks exceeds the GPUs.
 [[nodiscard]] std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
                                                 const PlacementOptions& options = {});
+// A node-major placement with its last `servers` ranks as dedicated parameter servers
+// (plan_parameter_server_allreduce: servers are ranks workers..workers+k-1) spread over the
+// servers' machines: server j is the last free GPU of machine N-1-(j mod N), so k servers
+// sit behind k different NICs (as a job places one server process per host), not all behind
+// the last machine's. Workers keep their order. One machine, or k = 0: unchanged.
+[[nodiscard]] std::vector<DeviceId> spread_dedicated_servers(const Topology& topology,
+                                                             const std::vector<DeviceId>& devices,
+                                                             std::uint32_t servers);
 
 // The NVSwitch that plays the extra rank of an NVLS plan (plan_nvls_allreduce) over these GPUs:
 // the NVSwitch device directly linked to every one of them. Throws ConfigError when there is

@@ -218,8 +218,9 @@ struct Scenario {
   std::vector<std::string> notes;
 };
 
-// Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take the last
-// ps.servers GPUs (as `gradsync bench --algo ps` places them), so they are not workers.
+// Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take
+// ps.servers GPUs (spread over the machines: spread_dedicated_servers in engine.hpp), so they
+// are not workers.
 [[nodiscard]] std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync);
 
 }  // namespace gradsync

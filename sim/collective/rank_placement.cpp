@@ -56,6 +56,45 @@ Plan plan_collective(CollectiveRequest request, Fidelity fidelity) {
   return plan_collective(request);
 }
 
+std::vector<DeviceId> spread_dedicated_servers(const Topology& topology,
+                                               const std::vector<DeviceId>& devices,
+                                               std::uint32_t servers) {
+  if (servers == 0 || servers >= devices.size()) return devices;
+  // The machines in rank order, each with its GPUs in rank order.
+  std::vector<int> machines;
+  std::vector<std::vector<std::size_t>> ranks_of;
+  for (std::size_t r = 0; r < devices.size(); ++r) {
+    const int node = topology.device(devices[r]).node;
+    const auto it = std::find(machines.begin(), machines.end(), node);
+    if (it == machines.end()) {
+      machines.push_back(node);
+      ranks_of.push_back({r});
+    } else {
+      ranks_of[static_cast<std::size_t>(it - machines.begin())].push_back(r);
+    }
+  }
+  if (machines.size() < 2) return devices;
+  std::vector<bool> is_server(devices.size(), false);
+  std::vector<DeviceId> server_devices;
+  const std::size_t n = machines.size();
+  for (std::uint32_t j = 0; j < servers; ++j) {
+    // Machine N-1-(j mod N), its (j div N)-th GPU from the end (skipping spent machines).
+    for (std::size_t tries = 0; tries < n; ++tries) {
+      auto& list = ranks_of[n - 1 - (j + tries) % n];
+      if (list.empty()) continue;
+      is_server[list.back()] = true;
+      server_devices.push_back(devices[list.back()]);
+      list.pop_back();
+      break;
+    }
+  }
+  std::vector<DeviceId> out;
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    if (!is_server[r]) out.push_back(devices[r]);
+  out.insert(out.end(), server_devices.begin(), server_devices.end());
+  return out;
+}
+
 std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
                                   const PlacementOptions& options) {
   const auto& gpus = topology.gpus();

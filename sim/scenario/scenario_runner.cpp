@@ -367,7 +367,10 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
 
   // Rank groups: every GPU, and the first server alone (for scaling versus one node).
   CollectiveTimer::Group all;
-  all.devices = devices;
+  const bool dedicated_servers = sc.sync.strategy != SyncStrategy::AllReduce &&
+                                 sc.sync.ps.placement == PsPlacement::Dedicated;
+  all.devices = dedicated_servers ? spread_dedicated_servers(topo, devices, sc.sync.ps.servers)
+                                  : devices;
   all.base.ranks = gpus;
   all.base.ranks_per_node = ppn;
   all.base.node_sizes = node_blocks(topo, devices);
