@@ -238,7 +238,11 @@ void run_bench(const BenchOptions& o) {
       }
     }
   }
+  // Dedicated parameter servers on different machines, as a run places them.
+  const std::vector<DeviceId> ps_ranks =
+      o.ps_placement == "dedicated" ? spread_dedicated_servers(topo, ranks, o.ps_servers) : ranks;
   auto devices_for = [&](Algorithm a) -> const std::vector<DeviceId>& {
+    if (a == Algorithm::ParameterServer) return ps_ranks;
     const auto it = switch_devices.find(a);
     return it != switch_devices.end() ? it->second : ranks;
   };
