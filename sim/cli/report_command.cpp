@@ -14,6 +14,7 @@
 // Exit codes: 0 written (without gnuplot: the table only, with a warning); 2 bad input (DIR
 // holds no results); 1 gnuplot failing, a file that cannot be written.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -225,14 +226,30 @@ std::string point_label(const Point& p) {
   return s.empty() ? p.id : s;
 }
 
+// Distinct series styles: 10 colors (Tableau 10), then the same colors dashed, dotted, …, so
+// series beyond 10 stay apart.
+std::string series_style(std::size_t i) {
+  static constexpr std::array<const char*, 10> kColors{
+      "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  return fmt::format("lc rgb '{}' dt {} pt {}", kColors[i % kColors.size()],
+                     1 + (i / kColors.size()) % 5, 7 + (i / kColors.size()) % 6);
+}
+
 std::string scaling_chart(const std::string& gnuplot, const fs::path& tmp,
                           const std::vector<Point>& pts, const std::vector<std::string>& keys) {
   const std::set<std::size_t> scale = scale_keys(pts, keys.size());
   std::map<std::string, std::vector<std::pair<double, double>>> series;
   for (const Point& p : pts) {
+    // Labelled by what differs: the topology and each swept key=value that does not set the
+    // GPU count (a bare "4" says nothing; an overridden fabric keeps the topology's name).
     std::string name = p.str("topology");
     for (std::size_t k = 0; k < keys.size(); ++k)
-      if (!scale.count(k)) name += " " + p.values[k];
+      if (!scale.count(k)) {
+        const std::size_t dot = keys[k].rfind('.');  // the key's last part: nic_bandwidth=25Gbps
+        name += " " + (dot == std::string::npos ? keys[k] : keys[k].substr(dot + 1)) + "=" +
+                p.values[k];
+      }
     series[name].emplace_back(p.num("gpus"), p.num("samples_per_s"));
   }
   std::string data;
@@ -251,18 +268,24 @@ std::string scaling_chart(const std::string& gnuplot, const fs::path& tmp,
     for (const auto& [x, y] : xy)
       if (x == min_gpus) per_gpu = std::max(per_gpu, y / x);
   write_text(tmp / "scaling.dat", data);
-  std::string gp = fmt::format(fmt::runtime(kTerminal), 960, 540);
-  gp += "set xlabel 'GPUs'\nset ylabel 'samples/s'\nset key outside right top vertical\n";
-  if (max_gpus > min_gpus * 1.5) gp += "set logscale x 2\n";
+  // The legend below the plot, one series per line: long labels do not squeeze the plot.
+  const int height = 480 + 18 * static_cast<int>(series.size() + 1);
+  std::string gp = fmt::format(fmt::runtime(kTerminal), 960, height);
+  gp += "set xlabel 'GPUs'\nset ylabel 'samples/s'\nset key below left vertical Left reverse\n";
+  // Log-log when the GPU counts span a range: linear scaling is then a straight line (slope 1)
+  // and a curve bending below it is lost efficiency.
+  if (max_gpus > min_gpus * 1.5) gp += "set logscale x 2\nset logscale y 10\n";
   gp += fmt::format("set xrange [{}:{}]\n", min_gpus / (max_gpus > min_gpus ? 1.15 : 2),
                     max_gpus * (max_gpus > min_gpus ? 1.15 : 2));
-  gp += "set yrange [0:*]\n";
+  gp += max_gpus > min_gpus * 1.5 ? "set yrange [*:*]\n" : "set yrange [0:*]\n";
   gp += fmt::format("plot {}*x with lines dt 2 lw 1.5 lc rgb '#888888' title 'linear scaling'",
                     per_gpu);
   std::size_t i = 0;
-  for (const auto& [name, xy] : series)
-    gp += fmt::format(", '{}' index {} using 1:2 with linespoints lw 2 pt 7 ps 0.8 title '{}'",
-                      gp_text((tmp / "scaling.dat").string()), i++, gp_text(name));
+  for (const auto& [name, xy] : series) {
+    gp += fmt::format(", '{}' index {} using 1:2 with linespoints lw 2 {} ps 0.8 title '{}'",
+                      gp_text((tmp / "scaling.dat").string()), i, series_style(i), gp_text(name));
+    ++i;
+  }
   gp += "\n";
   write_text(tmp / "scaling.gp", gp);
   return run_gnuplot(gnuplot, tmp / "scaling.gp", tmp / "scaling.svg", tmp / "scaling.err");
@@ -276,7 +299,7 @@ std::string breakdown_chart(const std::string& gnuplot, const fs::path& tmp,
                  exposed = p.num("exposed_comm_s");
     auto ms = [](double s) { return std::isnan(s) ? 0.0 : s * 1e3; };
     data += fmt::format("\"{}\" {} {} {}\n", gp_data_text(point_label(p)), ms(compute),
-                        std::max(0.0, ms(comm) - ms(exposed)), ms(exposed));
+                        ms(exposed), ms(comm));
   }
   write_text(tmp / "breakdown.dat", data);
   const int width = std::clamp(200 + 34 * static_cast<int>(pts.size()), 700, 2400);
@@ -284,12 +307,15 @@ std::string breakdown_chart(const std::string& gnuplot, const fs::path& tmp,
   gp += "set ylabel 'time per step (ms)'\nset style data histograms\n"
         "set style histogram rowstacked\nset style fill solid 0.85 border -1\n"
         "set boxwidth 0.75\nset xtics rotate by -50 noenhanced font 'sans,9'\n"
-        "set rmargin 10\nset bmargin 9\nset key outside top center horizontal\nset yrange [0:*]\nset grid noxtics\n";
+        "set rmargin 10\nset bmargin 9\nset key outside top left horizontal\nset yrange [0:*]\nset grid noxtics\n";
   const std::string f = gp_text((tmp / "breakdown.dat").string());
+  // The bar is the step: compute + exposed comm. All communication (overlapped with compute
+  // or not) is a marker, not stacked: stacking the overlapped part would draw bars taller
+  // than the step.
   gp += fmt::format(
       "plot '{0}' using 2:xtic(1) lc rgb '#4c78a8' title 'compute', "
-      "'{0}' using 3 lc rgb '#9ecae9' title 'overlapped comm (comm - exposed)', "
-      "'{0}' using 4 lc rgb '#e45756' title 'exposed comm'\n",
+      "'{0}' using 3 lc rgb '#e45756' title 'exposed comm (the GPU waits)', "
+      "'{0}' using 0:4 with points pt 9 ps 1.2 lc rgb '#222222' title 'all comm (overlapped + exposed)'\n",
       f);
   write_text(tmp / "breakdown.gp", gp);
   return run_gnuplot(gnuplot, tmp / "breakdown.gp", tmp / "breakdown.svg", tmp / "breakdown.err");
@@ -307,6 +333,9 @@ double cost_per_sample(const Point& p) {
 
 std::string cost_chart(const std::string& gnuplot, const fs::path& tmp,
                        const std::vector<Point>& pts) {
+  std::string currency;
+  for (const Point& p : pts)
+    if (!p.str("cost_currency").empty()) currency = p.str("cost_currency");
   std::string data;
   for (const Point& p : pts)
     if (const double c = cost_per_sample(p); !std::isnan(c))
@@ -314,7 +343,8 @@ std::string cost_chart(const std::string& gnuplot, const fs::path& tmp,
   write_text(tmp / "cost.dat", data);
   const int width = std::clamp(200 + 34 * static_cast<int>(pts.size()), 700, 2400);
   std::string gp = fmt::format(fmt::runtime(kTerminal), width, 480);
-  gp += "set ylabel 'cost per sample'\nset style data histograms\n"
+  gp += fmt::format("set ylabel 'cost per sample{}'\n", currency.empty() ? "" : " (" + gp_text(currency) + ")");
+  gp += "set style data histograms\n"
         "set style fill solid 0.85 border -1\nset boxwidth 0.75\n"
         "set xtics rotate by -50 noenhanced font 'sans,9'\nset rmargin 10\nset bmargin 9\nset key off\nset yrange [0:*]\n"
         "set grid noxtics\n";
@@ -418,13 +448,14 @@ void report(const ReportCliOptions& o) {
     h += fmt::format("; {} failed (in the table, not in the charts)", points.size() - good.size());
   h += ".</p>\n";
   h += "<h2>Throughput vs GPUs</h2>\n<p class=\"note\">samples/s per series (topology and the "
-       "swept values that do not set the GPU count); dashed: linear scaling from the best "
-       "per-GPU throughput at the smallest GPU count.</p>\n";
+       "swept key=value pairs that do not set the GPU count), on log-log axes when the GPU "
+       "counts span a range; dashed: linear scaling from the best per-GPU throughput at the "
+       "smallest GPU count, a straight line there.</p>\n";
   h += "<div class=\"chart\">" + scaling + "</div>\n";
-  h += "<h2>Step time breakdown</h2>\n<p class=\"note\">per point: compute, communication "
-       "overlapped with compute (comm &minus; exposed), and exposed communication. The step "
-       "time is compute + exposed comm: the overlapped part ran under compute, so the bars "
-       "stand above the step by that much.</p>\n";
+  h += "<h2>Step time breakdown</h2>\n<p class=\"note\">per point, a bar as tall as the step: "
+       "compute, then exposed communication (the GPU waiting for gradients); the marker is all "
+       "communication, overlapped with compute or not (above the compute part, the "
+       "communication was not hidden).</p>\n";
   h += "<div class=\"chart\">" + breakdown + "</div>\n";
 
   h += "<h2>All points</h2>\n<p class=\"note\">click a column header to sort.</p>\n";
