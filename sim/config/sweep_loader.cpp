@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "gradsync/bounded_read.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/sweep.hpp"
 #include "yaml_reader.hpp"
@@ -132,10 +133,11 @@ SweepSpec load(const std::string& text, const std::string& file) {
     for (auto it = root.begin(); it != root.end(); ++it)
       if (it->first.Scalar() == (top.has("grid") ? "grid" : "zip")) at = mark_of(it->first, file);
     throw ConfigError(at,
-                      fmt::format("the sweep has {}{} points ({}); at most {} are allowed: split "
+                      fmt::format("the sweep has {} points ({}); at most {} are allowed: split "
                                   "it into several sweep files",
-                                  points >= kMaxSweepPoints * 10 ? "more than " : "",
-                                  points >= kMaxSweepPoints * 10 ? kMaxSweepPoints * 10 : points,
+                                  points >= kMaxSweepPoints * 10
+                                      ? fmt::format("at least {}", kMaxSweepPoints * 10)
+                                      : std::to_string(points),
                                   product, kMaxSweepPoints));
   }
   return spec;
@@ -145,9 +147,10 @@ SweepSpec load(const std::string& text, const std::string& file) {
 
 SweepSpec load_sweep_file(const std::filesystem::path& path) {
   const std::string file = path.string();
-  std::string text;
-  (void)config::load_yaml_file(file, &text);
-  return load(text, file);
+  // A sweep of 100000 points (the most allowed) is at most a few hundred KiB of values: a
+  // larger file is refused before yaml-cpp builds a node per value (10^6 values: 0.6 GB).
+  constexpr std::size_t kMaxSweepFileBytes = std::size_t{4} << 20;
+  return load(read_file_bounded(file, kMaxSweepFileBytes, "4 MiB"), file);
 }
 
 SweepSpec load_sweep_text(const std::string& text, const std::string& display_name) {
