@@ -362,12 +362,20 @@ double parse_param_count(std::string_view raw) {
   const std::string_view suffix = trim(text.substr(static_cast<std::size_t>(end - first)));
   if (suffix.empty()) return value;
   if (suffix.size() == 1) {
+    double scale = 0.0;
     switch (suffix.front()) {
-      case 'k': case 'K': return value * 1e3;
-      case 'm': case 'M': return value * 1e6;
-      case 'b': case 'B': return value * 1e9;
-      case 't': case 'T': return value * 1e12;
+      case 'k': case 'K': scale = 1e3; break;
+      case 'm': case 'M': scale = 1e6; break;
+      case 'b': case 'B': scale = 1e9; break;
+      case 't': case 'T': scale = 1e12; break;
       default: break;
+    }
+    if (scale > 0.0) {
+      // "1e300T" is a finite number times a suffix that overflows: out of range, not inf.
+      const double result = value * scale;
+      if (!std::isfinite(result))
+        throw UnitError(fmt::format("parameter count \"{}\" is out of range", text));
+      return result;
     }
   }
   throw UnitError(fmt::format(
