@@ -42,6 +42,7 @@ using config::mark_of;
 
 constexpr double kMaxParams = 1e13;        // ~50x today's largest dense models
 constexpr long long kMaxLayers = 100'000;  // after `repeat:` expansion
+constexpr long long kMaxTensors = 1'000'000;  // parameter tensors of model.layers, after `repeat:`
 constexpr long long kMaxHidden = 1 << 20;
 constexpr long long kMaxVocab = 100'000'000;
 constexpr long long kMaxSeqLen = 10'000'000;
@@ -764,7 +765,7 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
     SourceMark at;
   };
   std::vector<Entry> entries;
-  long long expanded = 0;
+  long long expanded = 0, tensors = 0;
   std::optional<std::size_t> first_timed, first_untimed, first_flops, first_no_flops;
   for (std::size_t i = 0; i < items.size(); ++i) {
     MapReader l(items[i], model.file(), fmt::format("model.layers.{}", i), kLayerKeys);
@@ -799,6 +800,13 @@ std::vector<LayerSpec> read_layer_list(const MapReader& model, const MapReader& 
     if (expanded > kMaxLayers)
       l.fail(l.has("repeat") ? "repeat" : "params",
              fmt::format("the model would have more than {} layers", kMaxLayers));
+    // Each repeated layer copies its tensor list: 2000 tensors x repeat 100000 would be
+    // 1.6 GB of doubles from a 6 KB file.
+    tensors += e.repeat * static_cast<long long>(std::max<std::size_t>(1, e.layer.tensors.size()));
+    if (tensors > kMaxTensors)
+      l.fail(l.has("repeat") ? "repeat" : "tensors",
+             fmt::format("the model would have more than {} parameter tensors (tensors: times "
+                         "repeat:, over all layers)", kMaxTensors));
     entries.push_back(std::move(e));
   }
   if (first_timed && first_untimed)
