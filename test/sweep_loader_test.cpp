@@ -134,7 +134,7 @@ TEST_CASE("more than 100000 points is an error at grid:") {
   // Far beyond: no overflow, a bounded message.
   std::string huge = kBase + "grid:\n";
   for (int k = 0; k < 12; ++k) huge += "  training.k" + std::to_string(k) + ": " + hundred + "\n";
-  CHECK(error_of(huge).find("the sweep has more than 1000000 points") != std::string::npos);
+  CHECK(error_of(huge).find("the sweep has at least 1000000 points") != std::string::npos);
 }
 
 TEST_CASE("check_sweep_keys: an unknown key fails at its position, a bad value does not") {
