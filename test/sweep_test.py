@@ -255,11 +255,16 @@ def case_interrupt_resume(tmp):
         # a terminal send it.
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
+        # The sweep's first line ("sweep: …") comes once its points are checked and its stop
+        # handlers are installed; a signal before that (a slow sanitized start) would only
+        # find a process that has not begun.
+        first = proc.stderr.readline()
         time.sleep(rng.uniform(0.1, 0.6))
         if proc.poll() is None:
             os.killpg(proc.pid, sig)
             stopped += 1
         _, err = proc.communicate()
+        err = first + err
         check(proc.returncode in (0, 128 + sig), f"trial {trial}: exit {proc.returncode}: {err[-500:]}")
         check("Probable bug" not in err and "Aborted" not in err, f"trial {trial}: SimGrid abort: {err[-500:]}")
         for n in os.listdir(points) if os.path.isdir(points) else []:
