@@ -53,6 +53,7 @@ kind_of() {
   elif grep -q 'ERROR: libFuzzer: timeout' "$log"; then echo timeout
   elif grep -q 'ERROR: libFuzzer: out-of-memory\|ERROR: libFuzzer: malloc' "$log"; then echo oom
   elif grep -q "terminate called\|uncaught exception" "$log"; then echo exception
+  elif grep -q 'libFuzzer: run interrupted' "$log"; then echo interrupted
   else echo crash
   fi
 }
