@@ -42,6 +42,20 @@ enum class Fidelity { Auto, Step, Flow };
 inline constexpr std::size_t kAutoStepTransfers = 300'000;
 inline constexpr double kAutoStepWork = 4e6;
 [[nodiscard]] Fidelity resolve_fidelity(Fidelity requested, const Plan& plan);
+// Whether `algorithm` under NCCL's `protocol` forwards data through its pipeline stages as it
+// arrives. LL flags every 16-byte line (NVIDIA/nccl src/device/prims_ll.h), so a tree rank
+// passes each line on to its parent or children as soon as it is there, not once a chunk has
+// arrived; a tree's full plan moves small messages as whole chunks hop after hop (one chunk
+// per tree below 1 MiB), which LL never waits for: auto replays LL trees at flow fidelity with
+// no pipeline fill (each tree edge one flow, the collective's step latencies once), the step
+// plan's cut-through limit. On 4 x DGX H100 at 64 / 128 KiB: 45 / 59 us, against 51 / 56 us
+// measured (GH-nccltests309-H100-4x8-a-*), 57 / 88 us store-and-forward. LL128 is left to its
+// chunks although its 128-byte lines are flagged too: across servers its trees measure like
+// store-and-forward of ~1 MiB per tree (same cluster, 4 / 8 MiB: 151 / 217 us measured, 154 /
+// 234 us so, 108 / 141 us streamed); what holds them back is not modelled. Rings gain nothing
+// (every step's transfers already overlap: step and flow agree), Simple waits for its slices.
+[[nodiscard]] bool streams_through_stages(Algorithm algorithm,
+                                          std::optional<NcclProtocol> protocol);
 // The plan a run at `fidelity` replays: the full plan for step fidelity; the flows-only plan
 // for flow fidelity, and for auto when resolve_fidelity() picks flow on it (else the full
 // plan). Large collectives are then planned without their transfers.

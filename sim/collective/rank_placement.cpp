@@ -43,6 +43,10 @@ Fidelity resolve_fidelity(Fidelity requested, const Plan& plan) {
   return work <= kAutoStepWork ? Fidelity::Step : Fidelity::Flow;
 }
 
+bool streams_through_stages(Algorithm algorithm, std::optional<NcclProtocol> protocol) {
+  return algorithm == Algorithm::Tree && protocol == NcclProtocol::LL;
+}
+
 Plan plan_collective(CollectiveRequest request, Fidelity fidelity) {
   if (fidelity == Fidelity::Step) {
     request.form = PlanForm::Transfers;

@@ -65,8 +65,10 @@ std::vector<Seconds> Simulation::Impl::run_together(std::span<const PlanRun> run
     std::uint32_t channels = 0;
     together[i].cost = nccl_setup(*r.plan, *r.devices, protocol, channels);
     nccl_run_cost = together[i].cost;  // flow_batches() charges its collective latency
+    streamed_run = streams_through_stages(r.plan->algorithm, protocol);
     together[i].batches = flow_batches(*r.plan, *r.devices);
     nccl_run_cost.reset();
+    streamed_run = false;
     together[i].end = t0;
   }
   // Every plan's first phase at this instant (the RoCE and TCP corrections see them as one

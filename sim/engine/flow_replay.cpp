@@ -98,7 +98,7 @@ std::vector<Simulation::Impl::FlowBatch> Simulation::Impl::flow_batches(
     for (const auto& [pair, b] : pf.pairs) {
       const PlatformRoute* route = platform.find_route(pair.first, pair.second);
       const double fill_s =
-          route != nullptr && route->bottleneck.bytes_per_second() > 0.0
+          !streamed_run && route != nullptr && route->bottleneck.bytes_per_second() > 0.0
               ? phase.fill.bytes() / route->bottleneck.bytes_per_second() : 0.0;
       batch.latency[pair_key(pair.first, pair.second)] =
           nccl_run_cost ? FlowLatency{0.0, collective_latency.seconds() + fill_s}

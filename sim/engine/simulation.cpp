@@ -169,11 +169,16 @@ PlanTiming Simulation::Impl::run(const Plan& p, const std::vector<DeviceId>& ran
   progress_shown -= progress_every;
   completions = 0;
   run_total = plan_transfer_count(p);
-  const Fidelity fidelity = resolve_fidelity(requested, p);
   nccl_intra_route_latency = nccl_inter_route_latency = Seconds(0.0);
   std::optional<NcclProtocol> protocol;
   std::uint32_t nccl_channels = 0;
   nccl_run_cost = nccl_setup(p, rank_devices, protocol, nccl_channels);
+  // A protocol that streams through the plan's stages never waits for a whole chunk: under
+  // auto it is replayed as flows, with no pipeline fill (engine.hpp streams_through_stages).
+  streamed_run = streams_through_stages(p.algorithm, protocol);
+  const Fidelity fidelity = requested == Fidelity::Auto && streamed_run
+                                ? Fidelity::Flow
+                                : resolve_fidelity(requested, p);
   if (fidelity == Fidelity::Flow)
     run_flows(p, rank_devices);
   else

@@ -69,6 +69,9 @@ struct Simulation::Impl {
   bool nccl = false;
   std::unordered_map<std::uint64_t, LinkClass> route_class;
   std::optional<NcclStepCost> nccl_run_cost;
+  // This run's protocol forwards data through the plan's stages as it arrives
+  // (streams_through_stages): flow fidelity charges no pipeline fill.
+  bool streamed_run = false;
   // Under NCCL, the longest route latency of the run's transfers inside a node and across
   // nodes (step fidelity), for the collective's latency (nccl_collective_latency).
   Seconds nccl_intra_route_latency{0.0};

@@ -20,6 +20,9 @@ apart, with their reason):
     C         >= 64 MiB       busbw error per row within 12 %
 and, over the checked rows of bands A-C: the median |error| of each band <= 10 % (band A:
 12 %, band C: 5 %, see BAND_MEDIAN_MAX), and each system's median |error| <= 20 %. (64 KiB rows are in the latency band and in band A.)
+Held-out runs (systems marked heldout: rows that arrived after the defaults were set and were
+never used to choose one) are summed and gated apart (HELDOUT_BAND_MEDIAN_MAX), so that the
+figures on rows the model was not shaped on stay visible.
 The summary prints the median and worst |error| per band and per system × band.
 
 Rows left out (and said so): trust=low rows (misconfigured systems, data/README.md); CollNet
@@ -59,6 +62,11 @@ BANDS = (("A", 64 * KiB, 1 * MiB, 0.35),
 # that what it reached cannot slip back.
 BAND_MEDIAN_MAX = {"A": 0.12, "B": 0.10, "C": 0.05}
 SYSTEM_MEDIAN_MAX = 0.20
+# The same for the held-out runs (SYSTEMS entries with heldout=True), which no default was
+# chosen on: the goal is the same 10 %; gated at what the model reaches on them now (A 7.4 %,
+# B 14.7 %, C 2.6 %) so that it cannot get worse. Band B's gap is the NVLSTree ramp at 8-32 MiB
+# across servers (NVLSTREE_MID; 1.12-1.28x there).
+HELDOUT_BAND_MEDIAN_MAX = {"A": 0.10, "B": 0.15, "C": 0.05}
 PEAK_BYTES = 16 * GiB        # size simulated for rows that give only a peak busbw (the largest
                              # size of the file's sweeps, MLE-A100x8-*, AWS-p5x*-*)
 
@@ -70,6 +78,14 @@ PEAK_BYTES = 16 * GiB        # size simulated for rows that give only a peak bus
 # busbw_divisor: the row's busbw is per NIC, gradsync's per server. known: a documented
 # mismatch (sim/fabric/README.md "Rows that contradict the defaults"): shown, not counted;
 # known_sizes: the same for the rows in [lo, hi] bytes.
+# NVLSTree across 2-4 H100 servers at 64-256 MiB (both held-out clusters): measured 15-35 %
+# below gradsync's NVLSTree, which follows NCCL 2.30.7's own model there (latency 67 / 109 us
+# plus the plateau bandwidth, chunks of 64-128 KiB). The measured curves reach the plateau
+# only at 512 MiB-1 GiB and flatten at 32-64 MiB (2 servers: 235 -> 270 GB/s, gradsync 263 ->
+# 357), as if NCCL 2.26 ran another algorithm or smaller chunks there, or each network chunk
+# cost more than NCCL's model says. Not modelled yet.
+NVLSTREE_MID = ("NVLSTree mid-size ramp across servers: measured 15-35 % below NCCL's own "
+                "NVLSTree model, which gradsync follows (not modelled)")
 SYSTEMS = [
     # One DGX-class A100 run (one process driving all 8 GPUs, -g 8) whose small and mid sizes
     # are slower than every other run of the file: 44 us at 32 KiB (8x H100, AWS-p5x1, 19 us;
@@ -97,6 +113,37 @@ SYSTEMS = [
     dict(prefix="GH-nccltests119-A100-3n-", topology="a100-3node-4xhdr-ib.yaml"),
     dict(prefix="GH-nccltests252-H100-2x4-ring-", topology="hgx-h100-4gpu-2node-hdr-ib.yaml",
          algo="ring"),  # NCCL_ALGO=RING in the run; 4-GPU mesh, no NVSwitch
+    # Held-out runs (heldout=True: gated apart, HELDOUT_BAND_MEDIAN_MAX), added after the
+    # model's defaults were set and never used to choose one: multi-server H100 on 400G
+    # InfiniBand, 8 GPUs and 8 NICs per server, NCCL's default algorithm
+    # (nccl-tests-309.csv, NVIDIA/nccl-tests#309). Cluster a: 2 bare-metal Dell XE9680 and
+    # 4 VMs, NCCL 2.26.2 (NVIDIA in the thread: "your numbers look good", "a good number");
+    # cluster b: 2, 4 and 8 servers, NCCL version not shown.
+    dict(prefix="GH-nccltests309-H100-2x8-a-", topology="dgx-h100-4node-ib.yaml",
+         overrides={"nodes": 2}, heldout=True,
+         known_sizes=[(8, 8, "the sweep's first row: 68.5 us out of place, 24.7 in place"),
+                      (256, 256, "a spike: 94.4 us out of place, 25.9 in place, 25.7 at 128 B"),
+                      (512 * KiB, 512 * KiB, "77.7 us, slower than this run's 1 MiB (71.9 us)"),
+                      (64 * MiB, 128 * MiB, NVLSTREE_MID)]),
+    dict(prefix="GH-nccltests309-H100-4x8-a-", topology="dgx-h100-4node-ib.yaml", heldout=True,
+         known_sizes=[(8, 8, "the sweep's first row: 83.4 us out of place, 34.8 in place"),
+                      (256, 256, "a spike: 107.5 us out of place, 35.8 in place"),
+                      (2 * MiB, 2 * MiB, "191.3 us out of place, 132.2 in place, 151.1 at 4 MiB"),
+                      (64 * MiB, 256 * MiB, NVLSTREE_MID)]),
+    dict(prefix="GH-nccltests309-H100-2x8-b-", topology="dgx-h100-4node-ib.yaml",
+         overrides={"nodes": 2}, heldout=True,
+         known_sizes=[(1 * MiB, 1 * MiB, "93.3 us out of place, 83.0 in place, 94.2 at 2 MiB"),
+                      (64 * MiB, 128 * MiB, NVLSTREE_MID)]),
+    # Cluster b from 4 servers plateaus at 325 / 321 GB/s, 11 % under cluster a's 4 servers
+    # (366 GB/s) and NVIDIA's 370-380 GB/s for 32 GPUs (GTC-DGXH100-8x400G): its fabric, not
+    # the hardware both clusters share, which is what the shipped topology describes.
+    dict(prefix="GH-nccltests309-H100-4x8-b-", topology="dgx-h100-4node-ib.yaml", heldout=True,
+         known="cluster b from 4 servers: plateau 325 GB/s, 11 % under cluster a's 4 servers "
+               "(366) and NVIDIA's 370-380 for 32 GPUs; 1 MiB 317 us out of place, 93 in place"),
+    dict(prefix="GH-nccltests309-H100-8x8-b-", topology="dgx-h100-4node-ib.yaml",
+         overrides={"nodes": 8}, heldout=True,
+         known="cluster b from 4 servers: plateau 321 GB/s, 12 % under cluster a's 4 servers "
+               "(366) and NVIDIA's 370-380 for 32 GPUs; 8 MiB 1272 us out of place, 321 in place"),
     # Plateau rows ("large-message plateau", reached from 32-128 MiB): simulated at 1 GiB.
     dict(prefix="GH-nccl209-GCP32GbE-2n1g", topology="gcp-v100-1gpu-2node-32gbps.yaml",
          peak_bytes=GiB),
@@ -364,6 +411,7 @@ def main():
                                  measured_busbw_GBps=meas_bw, gradsync_time_us=gs_t,
                                  gradsync_busbw_GBps=gs_bw, gradsync_algorithm=gs_algo,
                                  busbw_error=bw_err, known_mismatch=known, ok=ok,
+                                 heldout=bool(system.get("heldout")),
                                  error=sim.get("error") if "error" in sim else None))
 
     if skipped:
@@ -371,18 +419,26 @@ def main():
         for rid, why in skipped:
             print(f"#   {rid}: {why}")
 
-    # Summary: |busbw error| per band and per system x band, checked rows only.
+    # Summary: |busbw error| per band and per system x band, checked rows only; the
+    # held-out rows apart, each set against its own band gates.
     counted = [r for r in out_rows if r["band"] and r["busbw_error"] is not None and not r["known_mismatch"]]
-    print("\n# |busbw error| of the checked rows (known mismatches apart), per band")
-    print(f"# {'band':<22} {'rows':>5} {'median':>8} {'worst':>8}  worst row")
-    for name, lo, hi, tol in BANDS:
-        errs = sorted(((r["busbw_error"], r["id"]) for r in counted if r["band"] == name), reverse=True)
-        med = median([e for e, _ in errs])
-        label = f"{name} {fsize(lo)}-{fsize(hi) if hi != float('inf') else ''}"
-        print(f"# {label:<22} {len(errs):>5} {fnum(med and med * 100, 7, 1)}% "
-              f"{fnum(errs[0][0] * 100 if errs else None, 7, 1)}%  {errs[0][1] if errs else ''}")
-        if med is not None and med > BAND_MEDIAN_MAX[name]:
-            failures.append(f"band {name}: median |busbw error| {med:.1%} > {BAND_MEDIAN_MAX[name]:.0%}")
+    for heldout, limits in ((False, BAND_MEDIAN_MAX), (True, HELDOUT_BAND_MEDIAN_MAX)):
+        mine = [r for r in counted if r["heldout"] == heldout]
+        if not mine:
+            continue
+        print("\n# |busbw error| of the checked rows (known mismatches apart), per band"
+              + (": held-out runs" if heldout else ""))
+        print(f"# {'band':<22} {'rows':>5} {'median':>8} {'worst':>8}  worst row")
+        for name, lo, hi, tol in BANDS:
+            errs = sorted(((r["busbw_error"], r["id"]) for r in mine if r["band"] == name),
+                          reverse=True)
+            med = median([e for e, _ in errs])
+            label = f"{name} {fsize(lo)}-{fsize(hi) if hi != float('inf') else ''}"
+            print(f"# {label:<22} {len(errs):>5} {fnum(med and med * 100, 7, 1)}% "
+                  f"{fnum(errs[0][0] * 100 if errs else None, 7, 1)}%  {errs[0][1] if errs else ''}")
+            if med is not None and med > limits[name]:
+                failures.append(f"band {name}{' (held-out)' if heldout else ''}: median |busbw "
+                                f"error| {med:.1%} > {limits[name]:.0%}")
     print(f"\n# per system: median |busbw error| (rows) per band, and over bands A-C")
     print(f"# {'system':<34} " + " ".join(f"{n:>12}" for n, _, _, _ in BANDS) + f" {'all':>12}")
     for s in SYSTEMS:
