@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gradsync/estimate.hpp"
+#include "gradsync/step_schedule.hpp"  // with estimate.hpp: one 30 % rule (communication_rule.hpp)
 #include "gradsync/units.hpp"
 
 namespace {

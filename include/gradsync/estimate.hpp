@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradsync/communication_rule.hpp"
 #include "gradsync/scenario.hpp"
 #include "gradsync/units.hpp"
 
@@ -58,12 +59,11 @@ namespace closed_form {
 
 }  // namespace closed_form
 
-// The typical share of line rate that carries payload in a hand estimate (50–70 %), the
-// default point value, and the rule of thumb for "communication-bound" (exposed share > 30 %).
+// The typical share of line rate that carries payload in a hand estimate (50–70 %) and the
+// default point value; "communication-bound" is kCommunicationBoundShare (communication_rule.hpp).
 inline constexpr double kTypicalEfficiencyLow = 0.5;
 inline constexpr double kTypicalEfficiencyHigh = 0.7;
 inline constexpr double kDefaultEstimateEfficiency = 0.6;
-inline constexpr double kCommunicationBoundShare = 0.30;
 
 // Limits of what `estimate` accepts (anything beyond is a typo, not a model).
 inline constexpr double kMaxEstimateParams = 1e14;

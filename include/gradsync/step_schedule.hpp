@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradsync/communication_rule.hpp"
 #include "gradsync/collective.hpp"
 #include "gradsync/scenario.hpp"
 #include "gradsync/units.hpp"
@@ -209,8 +210,6 @@ struct StepTimeline {
 
 // ---- metrics ------------------------------------------------------------------------------
 
-// Rule of thumb: when exposed communication exceeds ~30 % of the step, adding GPUs buys little.
-inline constexpr double kCommunicationBoundShare = 0.30;
 enum class Verdict { ComputeBound, CommunicationBound };
 [[nodiscard]] std::string_view to_string(
     Verdict verdict);  // "compute-bound", "communication-bound"

@@ -21,7 +21,7 @@ harnesses=${FUZZ_HARNESSES:-fuzz_units fuzz_topology fuzz_scenario fuzz_sweep fu
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS] [BUILD_DIR]" >&2; exit 2; }
 
 if [[ ! -f $build/CMakeCache.txt ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
+  cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++-14 \
         -DGRADSYNC_FUZZ=ON -DGRADSYNC_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         >/dev/null || { echo "cmake configure of $build failed" >&2; exit 1; }
 elif ! grep -q '^GRADSYNC_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
