@@ -133,6 +133,10 @@ topology=$(cd "$dir/../../../topologies" && pwd)/dgx-a100.yaml
 if run "bench --set nodes=-1" bench "$topology" --set nodes=-1; then
   check_error "bench --set nodes=-1" "--set nodes=-1: error: " "must be between 1 and"
 fi
+# bench: a factor that makes hundreds of millions of sizes is refused before any runs.
+if run "bench --factor 1.0000001" bench "$topology" --min 8B --max 16GiB --factor 1.0000001; then
+  check_error "bench --factor 1.0000001" "gradsync bench --factor: error: " "at most 10000"
+fi
 
 # Bounded reads: sizes are checked before memory is spent (a 20 MB file, an endless device).
 head -c 20000000 /dev/zero | tr '\0' 'a' >"$work/huge.yaml"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -33,6 +34,9 @@
 
 namespace gradsync::cli {
 namespace {
+
+// The most sizes one bench run simulates (nccl-tests -f 2 from 8 B to 16 GiB is 32).
+constexpr double kMaxBenchSizes = 10000;
 
 struct BenchOptions {
   std::string file;
@@ -173,6 +177,14 @@ void run_bench(const BenchOptions& o) {
   if (max.bytes() > 1e13)
     throw ConfigError(cli_mark("--max"), "sizes above 10 TB are not a message size");
   if (!(o.factor > 1.0)) throw ConfigError(cli_mark("--factor"), "--factor must be > 1");
+  // Every size is a simulation: a factor that makes more rows than any nccl-tests sweep is a
+  // typo (1.0000001 from 8 B to 16 GiB would be 2e8 rows), refused before anything runs.
+  const double size_count = std::floor(std::log(max.bytes() / min.bytes()) / std::log(o.factor)) + 1;
+  if (size_count > kMaxBenchSizes)
+    throw ConfigError(cli_mark("--factor"),
+                      fmt::format("--factor {} makes {:.3g} sizes from {} to {}; at most {} "
+                                  "(raise --factor or narrow --min/--max)",
+                                  o.factor, size_count, o.min, o.max, kMaxBenchSizes));
 
   std::optional<NcclTestsLog> log;
   if (!o.compare.empty()) {
