@@ -1192,3 +1192,25 @@ TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch 
   r.op = CollectiveOp::ReduceScatter;
   CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
 }
+
+TEST_CASE("nvlstree pipeline: two steps per NCCL loop of channels x heads x chunk") {
+  // 16 NVLS channels x 8 heads. 2 servers: chunks of 32 KiB below 8 MiB, 64 KiB below 64 MiB,
+  // 128 KiB from there (NCCL's calcCollChunking ladder): a loop moves 4, 8 or 16 MiB.
+  const auto steps = [](double bytes, std::uint32_t nodes, std::uint32_t max_steps = 1024) {
+    return gradsync::nvls_tree_pipeline_steps(gradsync::Bytes(bytes), 16, 8, nodes, max_steps);
+  };
+  const double MiB = 1048576.0;
+  CHECK(steps(1 * MiB, 2) == 2);              // part of one loop: both trees still run
+  CHECK(steps(4 * MiB, 2) == 2);              // one 4 MiB loop (32 KiB chunks)
+  CHECK(steps(8 * MiB, 2) == 2);              // one 8 MiB loop (64 KiB chunks)
+  CHECK(steps(32 * MiB, 2) == 8);             // four 8 MiB loops
+  CHECK(steps(64 * MiB, 2) == 8);             // four 16 MiB loops (128 KiB chunks)
+  CHECK(steps(1024 * MiB, 2) == 128);         // 64 loops
+  CHECK(steps(16384 * MiB, 2) == 1024);       // 1024 loops, capped by the plan's size bound
+  CHECK(steps(16384 * MiB, 2, 4096) == 2048);
+  // From 4 servers NCCL caps NVLSTree's chunk at 64 KiB: 8 MiB loops.
+  CHECK(steps(128 * MiB, 4) == 32);
+  CHECK(steps(100 * MiB, 4) == 26);           // ceil(12.5) loops
+  CHECK_THROWS_AS(gradsync::nvls_tree_pipeline_steps(gradsync::Bytes(MiB), 0, 8, 2, 1024),
+                  std::invalid_argument);
+}

@@ -381,6 +381,11 @@ struct CollectiveRequest {
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)
+  // NVLSTree under NCCL: its NVLS channels (comm->nvlsChannels) and heads per channel (the
+  // NVLS graph's channels): the automatic pipeline then follows NCCL's loops (see
+  // nvls_tree_pipeline_steps); 0 = unknown (one step per MiB).
+  std::uint32_t nvls_channels = 0;
+  std::uint32_t nvls_heads = 0;
   std::uint32_t root = 0;            // broadcast / reduce
   PlanForm form = PlanForm::Transfers;
   ParameterServerOptions ps;         // ps: dedicated servers are the last ps.servers ranks
@@ -390,6 +395,21 @@ struct CollectiveRequest {
                                      // plan adds one NVSwitch rank per server (pipeline 0 =
                                      // one step per MiB, 2..64)
 };
+
+// The pipeline steps of an NVLSTree plan that follow NCCL's own loops. NCCL's NVLSTree kernel
+// (NVIDIA/nccl 2.30.7 src/device/all_reduce.h, RunWorkColl<…NCCL_ALGO_NVLS_TREE…>) walks
+// each channel's share of the message in loops of nHeads × chunkSize: every role (scatter,
+// reduce and send up the tree, receive and broadcast down, gather) handles one loop's chunk
+// per head before the next, so the loop is the grain its stages pipeline at, and the pipeline
+// fills over a loop per stage. With NCCL's chunk for this size (nccl_nvls_chunk) that is
+// loops = ceil(bytes / (channels × heads × chunk)); the plan alternates its steps over the two
+// trees, which NCCL runs side by side on half the channels each, so it takes 2 × loops steps,
+// clamped to [2, max_steps]. On 2 × DGX H100 at 64 MiB: 4 loops of 16 MiB, 8 steps (one per
+// MiB gave 64): 297 GB/s busbw against 270 / 264 measured (GH-nccltests309-H100-2x8-a/-b), 357
+// with 64 steps.
+[[nodiscard]] std::uint32_t nvls_tree_pipeline_steps(Bytes bytes, std::uint32_t channels,
+                                                     std::uint32_t heads, std::uint32_t nodes,
+                                                     std::uint32_t max_steps);
 
 [[nodiscard]] std::optional<CollectiveOp> collective_op_from_string(std::string_view text);
 [[nodiscard]] std::optional<Algorithm> algorithm_from_string(std::string_view text);

@@ -117,4 +117,8 @@ struct NcclTuning {
 // the per-channel caps, LL128).
 [[nodiscard]] NcclOptions nccl_options(const NcclTopologyView& view, Algorithm algorithm);
 
+// Gives `request` NCCL's NVLS channels and heads of `view` (a view with NVLSTree in it), so
+// that its NVLSTree plans pipeline in NCCL's loops (nvls_tree_pipeline_steps, collective.hpp).
+void set_nvls_loops(CollectiveRequest& request, const NcclTopologyView& view);
+
 }  // namespace gradsync

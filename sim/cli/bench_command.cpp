@@ -271,6 +271,8 @@ void run_bench(const BenchOptions& o) {
   base.ps.servers = o.ps_servers;
   base.ps.placement = o.ps_placement == "dedicated" ? ServerPlacement::Dedicated
                                                     : ServerPlacement::Colocated;
+  if (topo.software() == SoftwareModel::Nccl && switch_devices.count(Algorithm::NvlsTree) != 0)
+    set_nvls_loops(base, nccl_topology_view(topo, ranks, ppn, Algorithm::NvlsTree));
   if (base.root >= n) throw ConfigError(cli_mark("--root"), "root must be below the rank count");
 
   // Plans that a request cannot make are bad input (e.g. tree ReduceScatter).

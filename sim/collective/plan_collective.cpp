@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/collective.hpp"
+#include "gradsync/nccl_model.hpp"
 
 namespace gradsync {
 
@@ -71,6 +72,10 @@ Plan plan_request(const CollectiveRequest& r) {
     const double nodes = r.ranks / ppn;
     const double per_step = r.ranks * (2.0 * ppn + 1.0) + 2.0 * nodes * ppn;
     const double cap = std::clamp(std::floor(2097152.0 / per_step), 64.0, 1024.0);
+    if (r.algorithm == Algorithm::NvlsTree && r.nvls_channels > 0 && r.nvls_heads > 0)
+      return nvls_tree_pipeline_steps(r.bytes, r.nvls_channels, r.nvls_heads,
+                                      static_cast<std::uint32_t>(nodes),
+                                      static_cast<std::uint32_t>(cap));
     return static_cast<std::uint32_t>(std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, cap));
   };
   switch (r.algorithm) {
@@ -156,6 +161,17 @@ Plan plan_request(const CollectiveRequest& r) {
 }
 
 }  // namespace
+
+std::uint32_t nvls_tree_pipeline_steps(Bytes bytes, std::uint32_t channels, std::uint32_t heads,
+                                       std::uint32_t nodes, std::uint32_t max_steps) {
+  if (channels == 0 || heads == 0) throw std::invalid_argument("nvls_tree_pipeline_steps: no channels");
+  const double chunk =
+      nccl_nvls_chunk(Algorithm::NvlsTree, bytes, channels, heads, std::max<std::uint32_t>(nodes, 1))
+          .bytes();
+  const double loops = std::ceil(bytes.bytes() / (static_cast<double>(channels) * heads * chunk));
+  return static_cast<std::uint32_t>(
+      std::clamp(2.0 * loops, 2.0, static_cast<double>(std::max<std::uint32_t>(max_steps, 2))));
+}
 
 Plan plan_collective(const CollectiveRequest& r) {
   Plan plan = plan_request(r);

@@ -335,6 +335,11 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   return v;
 }
 
+void set_nvls_loops(CollectiveRequest& request, const NcclTopologyView& view) {
+  request.nvls_channels = view.nvls_channels;
+  request.nvls_heads = view.nvls.channels;  // the NVLS graph has one channel per head
+}
+
 const NcclGraph& nccl_graph(const NcclTopologyView& view, Algorithm algorithm) {
   return algorithm == Algorithm::Tree ? view.tree : view.ring;
 }

@@ -121,6 +121,11 @@ class GroupTimer {
     }
     if (topo_.software() == SoftwareModel::Nccl && p.candidates.size() > 1)
       p.view = nccl_topology_view(topo_, p.first, p.base.ranks_per_node, p.in_switch);
+    // NVLSTree pipelines in NCCL's loops (nvls_tree_pipeline_steps).
+    if (topo_.software() == SoftwareModel::Nccl && p.in_switch == Algorithm::NvlsTree)
+      set_nvls_loops(p.base, p.view ? *p.view
+                                    : nccl_topology_view(topo_, p.first, p.base.ranks_per_node,
+                                                         p.in_switch));
     return p;
   }
 

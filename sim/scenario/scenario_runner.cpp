@@ -409,6 +409,10 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                                                   : ": " + no_nvls));
   if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, false, nullptr);
   const bool nccl = topo.software() == SoftwareModel::Nccl;
+  // NVLSTree pipelines in NCCL's loops (nvls_tree_pipeline_steps).
+  if (nccl && !all.nvls_devices.empty() &&
+      (all.nvls_algorithm == Algorithm::NvlsTree || all.tree_too))
+    set_nvls_loops(all.base, nccl_topology_view(topo, all.devices, ppn, Algorithm::NvlsTree));
   // `auto` under NCCL runs NCCL's choice, as a real job does (AllReduce buckets).
   if (nccl && sc.sync.algorithm == SyncAlgorithm::Auto &&
       sc.sync.strategy == SyncStrategy::AllReduce) {
