@@ -87,6 +87,23 @@ TEST_CASE("all_reduce_perf output: ranks, hosts, device, out-of-place rows, trai
   CHECK(*log.avg_busbw_GBps == doctest::Approx(84.468));
 }
 
+TEST_CASE("a fit matches each row's faster time of out-of-place and in-place") {
+  NcclTestsRow spike;  // NVIDIA/nccl-tests#309, 2 x 8 H100, 256 B: 94.40 us out, 25.90 in place
+  spike.bytes = 256;
+  spike.time_us = 94.40;
+  spike.busbw_GBps = 0.01;
+  spike.in_place_time_us = 25.90;
+  CHECK(fit_time_us(spike) == doctest::Approx(25.90));
+  CHECK(fit_busbw_GBps(spike) == doctest::Approx(0.01 * 94.40 / 25.90));
+  NcclTestsRow slower_in_place = spike;
+  slower_in_place.in_place_time_us = 100.0;
+  CHECK(fit_time_us(slower_in_place) == doctest::Approx(94.40));
+  CHECK(fit_busbw_GBps(slower_in_place) == doctest::Approx(0.01));
+  NcclTestsRow out_only = spike;  // a log without the in-place columns
+  out_only.in_place_time_us = 0;
+  CHECK(fit_time_us(out_only) == doctest::Approx(94.40));
+}
+
 TEST_CASE("several runs concatenated are averaged per size, NCCL INFO lines are skipped") {
   std::string second = std::string(kHeader) + kRows;
   // Second run: the 1 GiB row 10 % slower.

@@ -36,6 +36,14 @@ struct NcclTestsRow {
   int line = 0;            // first line it was read from
 };
 
+// The time a fit should match for a row: the faster of its out-of-place and in-place times
+// (the out-of-place one where the log has no in-place column). Both measure the same
+// collective at the same size; noise only ever adds time (a first-row warm-up, an interrupt:
+// 94.4 us out of place against 25.9 in place at 256 B in NVIDIA/nccl-tests#309), so the lower
+// is the better estimate of what the fabric does. busbw scales with it.
+[[nodiscard]] double fit_time_us(const NcclTestsRow& row);
+[[nodiscard]] double fit_busbw_GBps(const NcclTestsRow& row);
+
 struct NcclTestsLog {
   std::string file;
   int ranks = 0;                   // rank lines of one run (0: the log has none)

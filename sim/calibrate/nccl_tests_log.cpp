@@ -265,4 +265,13 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& di
   return log;
 }
 
+double fit_time_us(const NcclTestsRow& row) {
+  return row.in_place_time_us > 0.0 ? std::min(row.time_us, row.in_place_time_us) : row.time_us;
+}
+
+double fit_busbw_GBps(const NcclTestsRow& row) {
+  const double t = fit_time_us(row);
+  return t > 0.0 && row.time_us > 0.0 ? row.busbw_GBps * row.time_us / t : row.busbw_GBps;
+}
+
 }  // namespace gradsync

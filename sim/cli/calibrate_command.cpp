@@ -346,7 +346,7 @@ void run_calibrate(const CalibrateOptions& o) {
   for (const auto& r : log.rows) {
     if (r.bytes < 1 || r.time_us <= 0) continue;
     sizes.push_back(r.bytes);
-    rows.push_back(FitRow{r.bytes, r.time_us, r.busbw_GBps, r.line});
+    rows.push_back(FitRow{r.bytes, fit_time_us(r), fit_busbw_GBps(r), r.line});
   }
   if (rows.empty()) throw ConfigError(SourceMark{o.log, 1, 1}, "no rows with a size and a time");
   if (!std::any_of(rows.begin(), rows.end(), [&](const FitRow& r) {
@@ -459,9 +459,10 @@ void run_calibrate(const CalibrateOptions& o) {
                                p.fitted ? "" : p.no_effect ? "  [no effect on these rows]"
                                                            : "  [not fitted]");
     }
-    std::cout << fmt::format("# {} stage{}, {} update{}, {} simulations\n#\n", stages,
+    std::cout << fmt::format("# {} stage{}, {} update{}, {} simulations\n", stages,
                              stages == 1 ? "" : "s", fit.updates, fit.updates == 1 ? "" : "s",
                              cal.runs());
+    std::cout << "# measured: the faster of each row's out-of-place and in-place times\n#\n";
     std::cout << fmt::format("#{:>11} {:>11} {:>11} {:>10} {:>10} {:>8} {:>8}  {}\n", "size",
                              "measured", "simulated", "meas busbw", "sim busbw", "error", "before",
                              "algorithm");
