@@ -1211,6 +1211,6 @@ TEST_CASE("nvlstree pipeline: two steps per NCCL loop of channels x heads x chun
   // From 4 servers NCCL caps NVLSTree's chunk at 64 KiB: 8 MiB loops.
   CHECK(steps(128 * MiB, 4) == 32);
   CHECK(steps(100 * MiB, 4) == 26);           // ceil(12.5) loops
-  CHECK_THROWS_AS(gradsync::nvls_tree_pipeline_steps(gradsync::Bytes(MiB), 0, 8, 2, 1024),
+  CHECK_THROWS_AS((void)gradsync::nvls_tree_pipeline_steps(gradsync::Bytes(MiB), 0, 8, 2, 1024),
                   std::invalid_argument);
 }

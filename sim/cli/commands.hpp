@@ -24,6 +24,11 @@ void add_report_command(CLI::App& app);
 void add_advise_command(CLI::App& app);
 void add_models_command(CLI::App& app);
 void add_import_trace_command(CLI::App& app);
+// The whole command line: parses argv as `gradsync ...` does, runs the command and returns
+// its exit code (0, 2 bad input, 1 the environment; sweep/merge/calibrate add theirs), every
+// message on stderr. One per process when it simulates (SimGrid's engine is a singleton):
+// the executable's main and, in a child process per call, the Python module.
+int run_cli(int argc, char** argv);
 // Thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal; calibrate: 3).
 struct ExitStatus { int code; };
 // The whole file at `path`; a file that cannot be read is bad input: ConfigError
