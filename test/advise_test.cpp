@@ -38,7 +38,7 @@ AdviceOutcome outcome(double samples_per_s, double step_s = 1.0, double exposed_
 
 }  // namespace
 
-TEST_CASE("advise: faster networks only, each with its own fabric's efficiency") {
+TEST_CASE("advise: faster networks ranked, each with its own fabric's efficiency") {
   const auto vs = plan_advice_variants(two_servers_on_10gbe());
   CHECK(has_set(vs, "topology_overrides.node.nic_bandwidth=25Gbps"));
   CHECK(has_set(vs, "topology_overrides.node.nic_bandwidth=100Gbps"));
@@ -190,6 +190,64 @@ TEST_CASE("advise: ranking by samples/s and by cost, gains against the baseline"
   const auto by_cost = rank_variants(base, vs, AdviceRanking::CostPerSample);
   CHECK(by_cost[0].variant.kind == AdviceKind::Accumulation);
   CHECK(by_cost[2].variant.kind == AdviceKind::Nodes);  // unpriced last
+}
+
+TEST_CASE("advise: every other network is planned: same line rate and slower ones flagged") {
+  AdviceBaseline ndr = two_servers_on_10gbe();
+  ndr.network_fabric = Fabric::InfiniBand;
+  ndr.nic_bandwidth = BytesPerSecond(400e9 / 8.0);
+  int same = 0, slower = 0, faster = 0;
+  for (const AdviceVariant& v : plan_advice_variants(ndr)) {
+    if (v.kind != AdviceKind::Fabric) continue;
+    REQUIRE(v.network_fabric);
+    const bool the_baseline = *v.network_fabric == Fabric::InfiniBand && v.network_gbps == 400.0;
+    CHECK_FALSE(the_baseline);
+    if (v.same_speed) {
+      ++same;
+      CHECK(v.network_gbps == 400.0);
+      CHECK(v.change.find("(same line rate)") != std::string::npos);
+    } else if (v.slower_network) {
+      ++slower;
+      CHECK(v.network_gbps < 400.0);
+    } else {
+      ++faster;
+    }
+  }
+  CHECK(same == 2);    // 400 GbE and RoCE 400 Gb/s beside InfiniBand NDR
+  CHECK(slower == 8);  // 10, 25, 100 GbE, RoCE and IB at 100 and 200, 200 GbE
+  CHECK(faster == 0);  // nothing above 400 Gb/s in the catalogue
+}
+
+TEST_CASE("advise: the cheapest network meeting the 30 % rule, by line rate then fabric") {
+  const auto option = [](const char* label, Fabric f, double gbps, double exposed_share,
+                         bool baseline = false) {
+    NetworkOption o;
+    o.label = label;
+    o.fabric = f;
+    o.gbps = gbps;
+    o.baseline = baseline;
+    o.outcome = outcome(100, 1.0, exposed_share);
+    return o;
+  };
+  std::vector<NetworkOption> options{
+      option("InfiniBand NDR 400 Gb/s", Fabric::InfiniBand, 400, 0.03, true),
+      option("25 GbE", Fabric::Ethernet, 25, 0.45),
+      option("RoCE 100 Gb/s", Fabric::Roce, 100, 0.08),
+      option("100 GbE", Fabric::Ethernet, 100, 0.12),
+      option("200 GbE", Fabric::Ethernet, 200, 0.05)};
+  auto best = cheapest_network_meeting_rule(options);
+  REQUIRE(best);
+  CHECK(options[*best].label == "100 GbE");  // 25 GbE misses; at 100 Gb/s Ethernet < RoCE
+  options[3].outcome.exposed_comm_s = 0.31;  // 100 GbE now misses too
+  best = cheapest_network_meeting_rule(options);
+  REQUIRE(best);
+  CHECK(options[*best].label == "RoCE 100 Gb/s");
+  for (NetworkOption& o : options) o.outcome.exposed_comm_s = 0.5;
+  CHECK_FALSE(cheapest_network_meeting_rule(options));
+  options[0].outcome.exposed_comm_s = 0.3;  // exactly at the rule: meets it
+  best = cheapest_network_meeting_rule(options);
+  REQUIRE(best);
+  CHECK(options[*best].baseline);
 }
 
 TEST_CASE("advise: networks that gain under 1 % over a slower one are dropped") {

@@ -106,6 +106,23 @@ def case_slow_network():
         check(below["exposed_comm_s"] / below["step_time_s"] > 0.30, f"K={k - 1} does not")
     r = doc["rule"]["topk_ratio_needed"]
     check(r is not None and 0 < r < 1, f"Top-K keep-ratio needed: {r}")
+    # The cheapest network meeting the rule, read from the same networks table: the lowest
+    # line rate (then Ethernet < RoCE < InfiniBand) whose run meets it, and it really does.
+    order = {"ethernet": 0, "roce": 1, "efa": 1, "infiniband": 2}
+    nets = doc["networks"]
+    meeting = sorted((n for n in nets if n["meets_rule"]),
+                     key=lambda n: (n["gbps"], order[n["fabric"]], not n["baseline"]))
+    check(len(nets) > 5 and nets[0]["baseline"], f"{len(nets)} networks simulated, baseline first")
+    check(meeting and doc["cheapest_network_meeting_rule"] == meeting[0]["network"],
+          f"cheapest network meeting the rule: {doc['cheapest_network_meeting_rule']}")
+    if meeting:
+        again = run(RESNET, [ONE_GBE, *meeting[0]["sets"]])
+        check(again["exposed_comm_s"] / again["step_time_s"] <= 0.30
+              and abs(again["step_time_s"] - meeting[0]["step_time_s"]) < 1e-9,
+              f"{meeting[0]['network']} meets the 30 % rule when run")
+        slower = [n for n in nets if n["gbps"] < meeting[0]["gbps"]]
+        check(all(not n["meets_rule"] for n in slower),
+              f"no slower network meets it ({[n['network'] for n in slower]})")
 
 
 def case_forced_ring():
@@ -124,6 +141,11 @@ def case_forced_ring():
 def case_cost():
     scenario = os.path.join(SCENARIOS, "default.yaml")
     doc = advise(scenario, "--rank", "cost", "--max-nodes", "8")
+    # The same-speed comparison on 400G: InfiniBand (the baseline) against RoCE and Ethernet,
+    # listed whether they gain or lose.
+    same = [v for v in doc["variants"] if v["change"].endswith("(same line rate)")]
+    check(len(same) == 2 and any("400 GbE" in v["change"] for v in same),
+          f"same-speed networks listed: {[v['change'] for v in same]}")
     vs = doc["variants"]
     costs = [v["cost_per_sample"] for v in vs if v["cost_per_sample"] is not None]
     check(len(costs) >= 3, f"{len(costs)} variants priced")

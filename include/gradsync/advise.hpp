@@ -59,10 +59,18 @@ struct AdviceVariant {
   // Cost per sample is priced with the baseline topology's `cost:` as written (a faster NIC at
   // the old NIC's price): comparable in cluster size, not in hardware generation.
   bool same_prices = false;
+  // Network what-ifs (kind Fabric): the network they put in, and whether it runs at the
+  // baseline's line rate (a same-speed comparison: listed whether better or worse) or below it
+  // (a cheaper network: not ranked, only weighed by cheapest_network_meeting_rule).
+  std::optional<Fabric> network_fabric;
+  double network_gbps = 0.0;
+  bool same_speed = false;
+  bool slower_network = false;
 };
 
-// The changes that need no search: the other fabrics and line rates (those faster than the
-// baseline's), one NIC per GPU, the other overlap policies, int8/fp8/int4 quantization, the
+// The changes that need no search: the other networks (every fabric at every line rate of
+// the catalogue: faster ones, the other fabrics at the baseline's rate, and slower ones for
+// the cheapest network that still meets the rule), one NIC per GPU, the other overlap policies, int8/fp8/int4 quantization, the
 // other strategy, the other algorithms, and under allreduce the other layouts: data modes
 // (ddp, zero1, zero2, fsdp, hsdp across servers), HSDP shard groups halved and doubled, tensor
 // 2/4/8 within a server and pipeline 2/4 for transformer presets (compression and parameter
@@ -154,12 +162,31 @@ struct RankedVariant {
 // Network upgrades that buy nothing over a slower one: walking the fabric variants in the
 // order plan_advice_variants() gives them (slowest first), a variant is dropped when its
 // samples/s beat the baseline's and those of every slower network kept so far by less than
-// `margin` (1 %: the network is no longer the bottleneck). Other variants pass through.
+// `margin` (1 %: the network is no longer the bottleneck). Other variants, and same-speed
+// network comparisons, pass through (slower networks are set aside before: not ranked).
 // Returns the dropped ones.
 inline constexpr double kAdviceNetworkMargin = 0.01;
 [[nodiscard]] std::vector<RankedVariant> drop_dominated_networks(
     std::vector<RankedVariant>& variants, double baseline_samples_per_s,
     double margin = kAdviceNetworkMargin);
+// The cheapest network that meets the 30 % rule among the baseline's and the simulated
+// network what-ifs: networks ordered by line rate, then Ethernet < RoCE/EFA < InfiniBand at
+// one rate (what NICs, switch ports and cables cost rises with both; the topology's `cost:`
+// prices one network only, so no price is invented for the others). Returns the index into
+// `options` of the first that meets the rule, or nothing when none does.
+struct NetworkOption {
+  std::string label;  // "25 GbE", "InfiniBand NDR 400 Gb/s"
+  Fabric fabric = Fabric::Ethernet;
+  double gbps = 0.0;
+  bool baseline = false;
+  AdviceOutcome outcome;
+  std::vector<std::string> sets;  // empty for the baseline
+};
+[[nodiscard]] std::optional<std::size_t> cheapest_network_meeting_rule(
+    const std::vector<NetworkOption>& options);
+// The label of a network (fabric at a line rate): the catalogue's name, else "fabric N Gb/s".
+[[nodiscard]] std::string network_label(Fabric fabric, BytesPerSecond rate);
+
 // Algorithm what-ifs away from `auto` that change nothing (auto already runs that algorithm
 // for every bucket: the same step time within 1e-9): dropped, and returned.
 [[nodiscard]] std::vector<RankedVariant> drop_unchanged_algorithms(

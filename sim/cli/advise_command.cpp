@@ -222,6 +222,9 @@ struct Advice {
   std::vector<std::pair<AdviceVariant, std::string>> not_applicable;
   std::vector<RankedVariant> no_better;  // networks that gain < 1 % over a slower one
   std::vector<RankedVariant> unchanged;  // algorithms auto already runs
+  // Every network simulated (the baseline's first), and the cheapest that meets the rule.
+  std::vector<NetworkOption> networks;
+  std::optional<std::size_t> cheapest_network;
   std::vector<std::string> notes;
 };
 
@@ -373,6 +376,24 @@ Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& r
   if (!b.cluster_template)
     a.notes.push_back("the topology is an explicit graph: server count, NICs and network "
                       "what-ifs need a cluster template (edit the graph to try them)");
+  // Networks: the baseline's and every one simulated; slower ones only answer "which cheaper
+  // network still meets the rule", they are not ranked.
+  if (b.network_fabric && std::any_of(results.begin(), results.end(), [](const RankedVariant& r) {
+        return r.variant.kind == AdviceKind::Fabric;
+      })) {
+    a.networks.push_back({network_label(*b.network_fabric, b.nic_bandwidth), *b.network_fabric,
+                          b.nic_bandwidth.bytes_per_second() * 8.0 / 1e9, true, a.baseline, {}});
+    for (const RankedVariant& r : results)
+      if (r.variant.kind == AdviceKind::Fabric && r.variant.network_fabric)
+        a.networks.push_back({network_label(*r.variant.network_fabric,
+                                            BytesPerSecond(r.variant.network_gbps * 1e9 / 8.0)),
+                              *r.variant.network_fabric, r.variant.network_gbps, false, r.outcome,
+                              r.variant.sets});
+    a.cheapest_network = cheapest_network_meeting_rule(a.networks);
+  }
+  results.erase(std::remove_if(results.begin(), results.end(),
+                               [](const RankedVariant& r) { return r.variant.slower_network; }),
+                results.end());
   a.no_better = drop_dominated_networks(results, a.baseline.samples_per_s);
   a.unchanged = drop_unchanged_algorithms(results, b, a.baseline.step_time_s);
   a.ranked = rank_variants(a.baseline, std::move(results),
@@ -436,6 +457,28 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
                 << a.no_better[i].variant.change.substr(a.no_better[i].variant.change.find("→") +
                                                         std::string("→ ").size());
     std::cout << "\n";
+  }
+
+  if (!a.networks.empty()) {
+    if (a.cheapest_network) {
+      const NetworkOption& n = a.networks[*a.cheapest_network];
+      std::cout << fmt::format(
+          "  cheapest network that meets the {} rule: {}{} (step {}, exposed {}){}\n",
+          percent(kCommunicationBoundShare), n.label, n.baseline ? ", the baseline's" : "",
+          format_time(Seconds(n.outcome.step_time_s)), percent(n.outcome.exposed_share()),
+          n.baseline || base.samples_per_s <= 0.0
+              ? std::string()
+              : "; " + gain_text(n.outcome.samples_per_s / base.samples_per_s - 1.0) +
+                    " samples/s");
+    } else {
+      const auto least = std::min_element(
+          a.networks.begin(), a.networks.end(), [](const NetworkOption& x, const NetworkOption& y) {
+            return x.outcome.exposed_share() < y.outcome.exposed_share();
+          });
+      std::cout << fmt::format("  no network tried meets the {} rule (least exposed: {}, {})\n",
+                               percent(kCommunicationBoundShare), least->label,
+                               percent(least->outcome.exposed_share()));
+    }
   }
 
   if (!a.scaling.curve.empty()) {
@@ -533,6 +576,14 @@ Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs
   for (const RankedVariant& r : a.no_better)
     no_better.push_back({{"change", r.variant.change}, {"sets", r.variant.sets},
                          {"samples_per_s", r.outcome.samples_per_s}});
+  Json networks = Json::array();
+  for (const NetworkOption& n : a.networks)
+    networks.push_back({{"network", n.label}, {"fabric", std::string(to_string(n.fabric))},
+                        {"gbps", n.gbps}, {"baseline", n.baseline}, {"sets", n.sets},
+                        {"step_time_s", n.outcome.step_time_s},
+                        {"samples_per_s", n.outcome.samples_per_s},
+                        {"exposed_comm_share", n.outcome.exposed_share()},
+                        {"meets_rule", n.outcome.under_rule()}});
   Json skipped = Json::array();
   for (const auto& [v, why] : a.not_applicable)
     skipped.push_back({{"change", v.change}, {"sets", v.sets}, {"error", why}});
@@ -555,6 +606,9 @@ Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t runs
                 {"topk_ratio_needed", opt(a.topk_ratio_needed)},
                 {"compression_ratio_needed", opt(a.compression_ratio_needed)}}},
               {"notes", a.notes},
+              {"networks", std::move(networks)},
+              {"cheapest_network_meeting_rule",
+               a.cheapest_network ? Json(a.networks[*a.cheapest_network].label) : Json(nullptr)},
               {"no_better_than_slower_network", std::move(no_better)},
               {"same_as_auto", std::move(unchanged)},
               {"not_applicable", std::move(skipped)},

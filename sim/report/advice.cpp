@@ -59,13 +59,6 @@ int fabric_rank(Fabric f) {
   }
 }
 
-std::string network_label(Fabric fabric, BytesPerSecond rate) {
-  const double gbps = rate.bytes_per_second() * 8.0 / 1e9;
-  for (const NetworkChoice& c : kNetworkChoices)
-    if (c.fabric == fabric && std::abs(c.gbps - gbps) < 1e-6) return c.label;
-  return fmt::format("{} {:g} Gb/s", to_string(fabric), gbps);
-}
-
 std::string format_ratio(double r) { return fmt::format("{:g} %", r * 100.0); }
 
 // The data-parallel degree, hence the global batch, scales by the old model-parallel size over
@@ -115,21 +108,53 @@ void add_parallel_variants(const AdviceBaseline& b, std::vector<AdviceVariant>& 
 
 }  // namespace
 
+std::string network_label(Fabric fabric, BytesPerSecond rate) {
+  const double gbps = rate.bytes_per_second() * 8.0 / 1e9;
+  for (const NetworkChoice& c : kNetworkChoices)
+    if (c.fabric == fabric && std::abs(c.gbps - gbps) < 1e-6) return c.label;
+  return fmt::format("{} {:g} Gb/s", to_string(fabric), gbps);
+}
+
+std::optional<std::size_t> cheapest_network_meeting_rule(const std::vector<NetworkOption>& options) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const NetworkOption& o = options[i];
+    if (!o.outcome.under_rule()) continue;
+    if (!best) {
+      best = i;
+      continue;
+    }
+    const NetworkOption& b = options[*best];
+    const bool cheaper = o.gbps < b.gbps - 1e-6 ||
+                         (std::abs(o.gbps - b.gbps) <= 1e-6 &&
+                          (fabric_rank(o.fabric) < fabric_rank(b.fabric) ||
+                           (fabric_rank(o.fabric) == fabric_rank(b.fabric) && o.baseline)));
+    if (cheaper) best = i;
+  }
+  return best;
+}
+
 std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
   std::vector<AdviceVariant> out;
 
-  // Faster networks: a higher line rate, or the same rate on a lossless RDMA fabric.
+  // Other networks: every fabric and line rate of the catalogue. Faster ones and the other
+  // fabrics at the baseline's rate are ranked (same-speed ones whether they gain or lose: the
+  // IB vs RoCE vs Ethernet comparison at one rate); slower ones only show which cheaper
+  // network still meets the 30 % rule.
   if (b.cluster_template && b.nodes > 1 && b.network_fabric) {
     const double gbps = b.nic_bandwidth.bytes_per_second() * 8.0 / 1e9;
     const std::string from = network_label(*b.network_fabric, b.nic_bandwidth);
     for (const NetworkChoice& c : kNetworkChoices) {
-      const bool faster = c.gbps > gbps + 1e-6;
       const bool same_rate = std::abs(c.gbps - gbps) <= 1e-6;
-      const bool better_fabric = fabric_rank(c.fabric) > fabric_rank(*b.network_fabric);
-      if (!(faster || (same_rate && better_fabric))) continue;
+      if (same_rate && c.fabric == *b.network_fabric) continue;
       AdviceVariant v;
       v.kind = AdviceKind::Fabric;
-      v.change = fmt::format("network: {} → {}", from, c.label);
+      v.network_fabric = c.fabric;
+      v.network_gbps = c.gbps;
+      v.same_speed = same_rate;
+      v.slower_network = c.gbps < gbps - 1e-6;
+      v.change = fmt::format("network: {} → {}{}", from, c.label,
+                             same_rate ? " (same line rate)" : "");
       v.sets = {fmt::format("topology_overrides.network.fabric={}", to_string(c.fabric)),
                 fmt::format("topology_overrides.node.nic_bandwidth={:g}Gbps", c.gbps),
                 // The new fabric's own default efficiency, not the old fabric's override.
@@ -332,7 +357,7 @@ std::vector<RankedVariant> drop_dominated_networks(std::vector<RankedVariant>& v
   std::vector<RankedVariant> kept, dropped;
   double best = baseline_samples_per_s;
   for (RankedVariant& v : variants) {
-    if (v.variant.kind != AdviceKind::Fabric) {
+    if (v.variant.kind != AdviceKind::Fabric || v.variant.same_speed) {
       kept.push_back(std::move(v));
       continue;
     }
