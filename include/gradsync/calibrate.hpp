@@ -40,7 +40,8 @@ struct NcclTestsRow {
 // (the out-of-place one where the log has no in-place column). Both measure the same
 // collective at the same size; noise only ever adds time (a first-row warm-up, an interrupt:
 // 94.4 us out of place against 25.9 in place at 256 B in NVIDIA/nccl-tests#309), so the lower
-// is the better estimate of what the fabric does. busbw scales with it.
+// is the better estimate of what the fabric does; and the all-reduces gradsync predicts are
+// in place (DDP reduces each bucket's tensor in place). busbw scales with it.
 [[nodiscard]] double fit_time_us(const NcclTestsRow& row);
 [[nodiscard]] double fit_busbw_GBps(const NcclTestsRow& row);
 
