@@ -4,19 +4,15 @@
 #include <map>
 #include <stdexcept>
 
+#include "gradsync/splitmix64.hpp"
 #include "gradsync/fabric_model.hpp"
 
 namespace gradsync {
 
 namespace {
 
-// splitmix64, as the Router's per-hop hash.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// The Router's per-hop hash (splitmix64.hpp).
+constexpr auto mix = splitmix64;
 
 // The hash of queue pair q of a connection whose first QP hashes with `flow_hash` (QPs differ in
 // their UDP source port on RoCE, so switches see independent flows).

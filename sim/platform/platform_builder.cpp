@@ -13,6 +13,7 @@
 // - FullZone keeps an n x n table of route pointers over its hosts (8 n^2 bytes: 128 MiB at
 //   4096 hosts, 2.1 GB at 16,384, page-faulted in by its zeroing). The platform is therefore an
 //   EmptyZone (no table) whose routes are all bypass routes: memory follows the routed pairs.
+#include "gradsync/splitmix64.hpp"
 #include "gradsync/platform.hpp"
 
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
@@ -47,13 +48,6 @@ namespace {
 constexpr double kCarrierLatency = 1.0;  // seconds
 // Egress links never limit a flow.
 constexpr double kCarrierBandwidth = 1e15;  // bytes/s (1000x an NVLink port)
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t pair_key(DeviceId src, DeviceId dst) {
   return (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);

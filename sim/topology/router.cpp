@@ -21,6 +21,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "gradsync/splitmix64.hpp"
 #include "gradsync/topology.hpp"
 
 namespace gradsync {
@@ -29,13 +30,8 @@ namespace {
 
 constexpr std::uint64_t kUnreachable = std::numeric_limits<std::uint64_t>::max();
 
-// splitmix64: a cheap, well-mixed hash for ECMP choices.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// ECMP choices hash with splitmix64 (splitmix64.hpp).
+constexpr auto mix = splitmix64;
 
 // Cost-to-dst of `v` for a flow that entered it from a GPU (see the header comment).
 std::uint64_t distance_from_gpu(const std::vector<std::uint64_t>& dist,
