@@ -292,6 +292,15 @@ struct ParameterServerOptions {
   std::uint32_t servers = 1;  // k, 1..256
   ServerPlacement placement = ServerPlacement::Dedicated;
 };
+
+// The ranks that train (push gradients, pull parameters) when `ranks` take part and `options`
+// say where the servers are: all of them with colocated servers, the others with dedicated
+// ones (the last options.servers ranks serve); 0 when dedicated servers leave none.
+[[nodiscard]] constexpr std::uint32_t ps_worker_count(std::uint32_t ranks,
+                                                      const ParameterServerOptions& options) {
+  if (options.placement != ServerPlacement::Dedicated) return ranks;
+  return ranks > options.servers ? ranks - options.servers : 0;
+}
 // Push/pull: gradients are sharded by bytes over k servers (floor(S/k) each, the last shard
 // takes the remainder; chunk j = shard j, chunk_owner[j] = its server). Push: every worker
 // reduces its shard j into server j; pull: server j copies the reduced shard back to every

@@ -297,8 +297,7 @@ void run_bench(const BenchOptions& o) {
     for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
       sizes.push_back(std::round(s));
   const std::uint32_t busbw_ranks =
-      base.ps.placement == ServerPlacement::Dedicated && candidates[0] == Algorithm::ParameterServer
-          ? n - o.ps_servers : n;
+      candidates[0] == Algorithm::ParameterServer ? ps_worker_count(n, base.ps) : n;
   // Under NCCL's software model `auto` runs what NCCL's tuner picks for each size
   // (nccl_tuner.hpp), as a real job does; --best also simulates every candidate and reports
   // the fastest. Otherwise auto keeps the fastest simulated candidate.

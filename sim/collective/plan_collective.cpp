@@ -127,9 +127,7 @@ Plan plan_request(const CollectiveRequest& r) {
                                                              r.pipeline > 0 ? r.pipeline : 1});
     case Algorithm::ParameterServer: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
-      const std::uint32_t workers = r.ps.placement == ServerPlacement::Dedicated
-                                        ? (r.ranks > r.ps.servers ? r.ranks - r.ps.servers : 0)
-                                        : r.ranks;
+      const std::uint32_t workers = ps_worker_count(r.ranks, r.ps);
       if (workers == 0)
         throw std::invalid_argument(fmt::format(
             "{} dedicated servers leave no worker among {} ranks", r.ps.servers, r.ranks));

@@ -152,10 +152,12 @@ double ModelSpec::total_params() const {
 Bytes ModelSpec::grad_bytes() const { return Bytes(total_params() * bytes_per_grad()); }
 
 std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync) {
-  const bool dedicated =
-      sync.strategy != SyncStrategy::AllReduce && sync.ps.placement == PsPlacement::Dedicated;
-  if (!dedicated) return gpus;
-  return gpus > sync.ps.servers ? gpus - sync.ps.servers : 0;
+  if (sync.strategy == SyncStrategy::AllReduce) return gpus;
+  ParameterServerOptions ps;
+  ps.servers = sync.ps.servers;
+  ps.placement = sync.ps.placement == PsPlacement::Dedicated ? ServerPlacement::Dedicated
+                                                             : ServerPlacement::Colocated;
+  return ps_worker_count(gpus, ps);
 }
 
 // ---- model presets -------------------------------------------------------------------------
