@@ -151,6 +151,49 @@ if run "an nccl-tests time of 1.7e308 us" calibrate "$topology" --nccl-tests "$w
   check_error "an nccl-tests time of 1.7e308 us" "$work/inf.log:2:31: error: " "not a plausible time"
 fi
 
+# Memory is checked before it is spent (memory_budget.hpp): GRADSYNC_MEMORY_LIMIT stands for a
+# small machine or cgroup. Too little: exit 1 (the machine, not the input), one line naming
+# the estimate, the budget and its source, before any row is simulated. Enough: the run.
+# check_memory NAME SUBSTRING: exit 1, one stderr line with the budget's words and SUBSTRING.
+check_memory() {
+  local name=$1 substring=$2
+  if [[ $rc -ne 1 ]]; then
+    fail "$name" "exit code $rc, expected 1 (stderr: ${err:0:300})"
+  elif ! one_line_on_stderr; then
+    fail "$name" "stderr is not exactly one line: ${err:0:300}"
+  elif [[ $err != "gradsync: error: "*"$substring"*" needs about "*" of memory, more than the "*" left to gradsync (GRADSYNC_MEMORY_LIMIT=50MB)"* ]]; then
+    fail "$name" "unexpected message: ${err:0:300}"
+  elif [[ $out == *"1073741824"* ]]; then
+    fail "$name" "a row was simulated before the refusal"
+  else
+    pass "$name"
+  fi
+}
+fat_tree=$(cd "$dir/../../../topologies" && pwd)/dgx-h100-32node-fat-tree-ib.yaml
+export GRADSYNC_MEMORY_LIMIT=50MB
+# 64 servers' ring at step fidelity: a plan of 4.2M transfers (268 MB measured).
+if run "a step plan larger than the memory left" bench "$fat_tree" --set nodes=64 --algo ring \
+     --fidelity step -b 1GiB -e 1GiB; then
+  check_memory "a step plan larger than the memory left" "this plan's 4186112 transfers"
+fi
+# 2,048 servers: 119,147 SimGrid hosts and links even for 8 ranks.
+if run "a platform larger than the memory left" bench "$fat_tree" --set nodes=2048 -g 8 -b 1GiB \
+     -e 1GiB; then
+  check_memory "a platform larger than the memory left" "the simulated platform (119147 devices and links"
+fi
+export GRADSYNC_MEMORY_LIMIT=64GB
+if run "a budget that suffices" bench "$fat_tree" --set nodes=16 --algo ring --fidelity step \
+     -b 1GiB -e 1GiB; then
+  if [[ $rc -eq 0 && $out == *"1073741824"* ]]; then pass "a budget that suffices"
+  else fail "a budget that suffices" "exit $rc: ${err:0:300}"; fi
+fi
+export GRADSYNC_MEMORY_LIMIT=lots
+if run "a malformed GRADSYNC_MEMORY_LIMIT" bench "$fat_tree" --set nodes=64 --algo ring \
+     --fidelity step -b 1GiB -e 1GiB; then
+  check_error "a malformed GRADSYNC_MEMORY_LIMIT" "GRADSYNC_MEMORY_LIMIT: error: "
+fi
+unset GRADSYNC_MEMORY_LIMIT
+
 if run "topo without a file" topo; then check_usage "topo without a file"; fi
 if run "unknown subcommand" bogus; then check_usage "unknown subcommand"; fi
 if run "no subcommand"; then check_usage "no subcommand"; fi

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "gradsync/config_error.hpp"
+#include "gradsync/memory_budget.hpp"
 #include "gradsync/units.hpp"
 
 namespace {
@@ -520,4 +521,37 @@ TEST_CASE("errors: control characters escaped, long tokens cut, the line bounded
   const ConfigError e(SourceMark{"f.yaml", 1, 2}, "unknown key '\x1b[2J" + huge + "'");
   CHECK(std::string(e.what()).size() < 200);
   CHECK(std::string(e.what()).find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("memory budget: the kernel's files are read in bytes") {
+  using namespace gradsync;
+  const std::string meminfo =
+      "MemTotal:       24576000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n";
+  CHECK(meminfo_available(meminfo) == std::uint64_t{20000000} * 1024);
+  CHECK_FALSE(meminfo_available("MemTotal: 1 kB\n").has_value());
+  // A longer field whose name starts with the one asked for is not it.
+  CHECK(status_kib_field("VmSizeX:  7 kB\nVmSize:\t  123456 kB\nVmRSS:  42 kB\n", "VmSize") ==
+        std::uint64_t{123456} * 1024);
+  CHECK(status_kib_field("VmRSS:  42 kB", "VmRSS") == std::uint64_t{42} * 1024);
+  CHECK(cgroup_bytes("8589934592\n") == std::uint64_t{8589934592});
+  CHECK_FALSE(cgroup_bytes("max\n").has_value());  // no limit
+  CHECK_FALSE(cgroup_bytes("").has_value());        // no file
+}
+
+TEST_CASE("memory budget: estimates under the budget pass, over it name both figures") {
+  using namespace gradsync;
+  require_memory(1e6, "a small plan", "nothing to do");  // under 64 MB: never refused
+  const auto budget = memory_budget();
+  REQUIRE(budget.has_value());  // Linux always has /proc/meminfo
+  CHECK(budget->bytes > 0);
+  try {
+    require_memory(static_cast<double>(budget->bytes) * 4 + 1e12, "an absurd plan", "less");
+    FAIL("an estimate of 4x the budget + 1 TB passed");
+  } catch (const EnvironmentError& e) {
+    const std::string what = e.what();
+    CHECK(what.rfind("gradsync: error: an absurd plan needs about ", 0) == 0);
+    CHECK(what.find("of memory, more than the ") != std::string::npos);
+    CHECK(what.find(budget->source) != std::string::npos);
+    CHECK(what.find(": less") != std::string::npos);
+  }
 }

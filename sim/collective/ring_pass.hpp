@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gradsync/collective.hpp"
+#include "gradsync/memory_budget.hpp"
 
 namespace gradsync::detail {
 
@@ -33,6 +34,9 @@ inline void reserve_transfers(Plan& plan, std::uint64_t n, const char* planner) 
         "M transfers (" + std::to_string(n * sizeof(Transfer) / 1000000000) +
         " GB), more than the " + std::to_string(kMaxPlanTransfers / 1000000) +
         "M gradsync holds in one plan: fewer ranks, channels or pipeline steps");
+  require_memory(static_cast<double>(n) * MemoryCost::kPlanTransfer,
+                 std::string(planner) + ": this plan's " + std::to_string(n) + " transfers",
+                 "fewer ranks, channels or pipeline steps, or --fidelity flow");
   plan.transfers.reserve(static_cast<std::size_t>(n));
 }
 

@@ -36,6 +36,7 @@
 #include <unordered_set>
 
 #include "gradsync/config_error.hpp"
+#include "gradsync/memory_budget.hpp"
 
 namespace gradsync {
 
@@ -120,6 +121,18 @@ void check_route_shape(const Topology& topology, const Route& route, DeviceId sr
 
 }  // namespace
 
+// The memory the platform will take (memory_budget.hpp), checked before any of it is built:
+// a SimGrid host or link per topology device and link, and each routed pair's route, spread
+// and flow state.
+void require_platform_memory(const Topology& topology, std::size_t routes) {
+  const std::size_t objects = topology.devices().size() + topology.links().size();
+  require_memory(static_cast<double>(objects) * MemoryCost::kPlatformObject +
+                     static_cast<double>(routes) * MemoryCost::kRoutedPair,
+                 fmt::format("the simulated platform ({} devices and links, {} routes)", objects,
+                             routes),
+                 "fewer nodes or ranks");
+}
+
 void configure_neutral_network(sg4::Engine& /*engine*/) {
   for (const Pin& pin : kPins) {
     if (!simgrid::config::is_default(pin.key) && !pinned_value_holds(pin))
@@ -167,6 +180,15 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
       throw std::logic_error(fmt::format("build_platform: routed pair ({}, {}) names an unknown "
                                          "device (the topology has {})",
                                          src, dst, devices.size()));
+
+  const Routing routing = effective_routing(topology);
+  const std::uint32_t qps = std::max<std::uint32_t>(topology.routing().qps, 1);
+  const std::uint64_t seed = options.ecmp_seed ^ topology.routing().seed;
+  std::vector<std::pair<DeviceId, DeviceId>> pairs;
+  std::unordered_set<std::uint64_t> seen;
+  for (const auto& [src, dst] : routed_pairs)
+    if (src != dst && seen.insert(pair_key(src, dst)).second) pairs.emplace_back(src, dst);
+  require_platform_memory(topology, pairs.size());
 
   configure_neutral_network(engine);
 
@@ -227,15 +249,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     return egress[d];
   };
 
-  // Routing (fabric_model.hpp): spread every pair first, so that the per-QP alias hosts exist
-  // before the first route.
-  const Routing routing = effective_routing(topology);
-  const std::uint32_t qps = std::max<std::uint32_t>(topology.routing().qps, 1);
-  const std::uint64_t seed = options.ecmp_seed ^ topology.routing().seed;
-  std::vector<std::pair<DeviceId, DeviceId>> pairs;
-  std::unordered_set<std::uint64_t> seen;
-  for (const auto& [src, dst] : routed_pairs)
-    if (src != dst && seen.insert(pair_key(src, dst)).second) pairs.emplace_back(src, dst);
+  // Routing (fabric_model.hpp): spread every pair first (`pairs`, deduplicated above), so
+  // that the per-QP alias hosts exist before the first route.
   // Spread destination by destination: the Router keeps its search toward a destination for
   // the next source (a 16,384-GPU tree asked in source order re-searched every destination).
   std::vector<std::size_t> by_destination(pairs.size());
@@ -250,6 +265,10 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     const auto [src, dst] = pairs[i];
     spreads[i] =
         spread_paths(topology, router, src, dst, routing, qps, ecmp_flow_hash(seed, src, dst));
+    // Exact sizes: a spread grows by push_back, and thousands are held at once (an adaptive
+    // 4,096-GPU tree's spreads took 83 MB with their growth slack, 29 MB without).
+    spreads[i].link_shares.shrink_to_fit();
+    for (auto& stage : spreads[i].stages) stage.shrink_to_fit();
   }
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const auto [src, dst] = pairs[i];
@@ -258,7 +277,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     p.routes.push_back(PlatformRoute{src, dst, r0, Seconds{0.0},
                                      BytesPerSecond{std::numeric_limits<double>::infinity()}});
     PlatformRoute& pr = p.routes.back();
-    pr.link_shares = spreads[i].link_shares;
+    pr.link_shares = std::move(spreads[i].link_shares);
     if (spreads[i].qp_routes.size() > 1) {
       pr.qp_routes = spreads[i].qp_routes;
       pr.qp_sources.push_back(p.device_hosts[src]);
