@@ -194,6 +194,17 @@ if run "a malformed GRADSYNC_MEMORY_LIMIT" bench "$fat_tree" --set nodes=64 --al
 fi
 unset GRADSYNC_MEMORY_LIMIT
 
+# Parameter-server hosts (--ps-hosts) need a switch to be cabled to, and --algo ps.
+if run "--ps-hosts on one server" bench "$topology" --algo ps --ps-hosts 2 -b 1MiB -e 1MiB; then
+  check_error "--ps-hosts on one server" "gradsync bench --ps-hosts: error: " "has no NIC on one"
+fi
+if run "--ps-hosts with a ring" bench "$fat_tree" --algo ring --ps-hosts 2 -b 1MiB -e 1MiB; then
+  check_error "--ps-hosts with a ring" "gradsync bench --ps-hosts: error: " "use --algo ps"
+fi
+if run "--ps-host-nic negative" bench "$fat_tree" --algo ps --ps-hosts 2 --ps-host-nic -5Gbps; then
+  check_error "--ps-host-nic negative" "gradsync bench --ps-host-nic: error: " "negative"
+fi
+
 if run "topo without a file" topo; then check_usage "topo without a file"; fi
 if run "unknown subcommand" bogus; then check_usage "unknown subcommand"; fi
 if run "no subcommand"; then check_usage "no subcommand"; fi

@@ -635,3 +635,54 @@ sync:
   CHECK(contains(rule.scenario.notes[0], "sync.buckets"));
   CHECK(build_buckets(rule.scenario.model, rule.scenario.sync).size() == 3);  // 12 MB, 1 MB, 3 MB
 }
+
+TEST_CASE("sync.ps.hosts: servers on hosts of their own, cabled beside the servers' NICs") {
+  const std::string ps = "sync:\n  strategy: ps\n  ps:\n    hosts: {count: 2, nic_bandwidth: 50Gbps}\n";
+  std::string text = kBase;
+  text.replace(text.find("pcie-4gpu.yaml"), 14, "eth-100gbe-4node.yaml");
+  const LoadedScenario l = load_scenario_text(text + ps, kInline);
+  const Topology& t = l.topology.topology;
+  CHECK(l.scenario.sync.ps.servers == 2);  // defaults to the host count
+  REQUIRE(l.server_hosts.size() == 2);
+  CHECK(data_parallel_ranks(32, l.scenario.sync) == 32);  // every GPU trains
+  for (std::size_t j = 0; j < 2; ++j) {
+    const DeviceId cpu = l.server_hosts[j];
+    CHECK(t.device(cpu).kind == DeviceKind::Cpu);
+    CHECK(t.device(cpu).name == "ps" + std::to_string(j));
+    CHECK(t.device(cpu).node == 4 + static_cast<int>(j));  // a machine of its own
+    // CPU - PCIe - NIC - 50 Gb/s ethernet - the switch of server j's first NIC.
+    REQUIRE(t.links_of(cpu).size() == 1);
+    const DeviceId nic = t.link(t.links_of(cpu)[0]).other(cpu);
+    CHECK(t.device(nic).kind == DeviceKind::Nic);
+    const auto& nic_links = t.links_of(nic);
+    REQUIRE(nic_links.size() == 2);
+    const Link& cable = t.link(nic_links[1]);
+    CHECK(cable.fabric == Fabric::Ethernet);
+    CHECK(cable.bandwidth.bytes_per_second() == doctest::Approx(50e9 / 8));
+    CHECK(t.device(cable.other(nic)).kind == DeviceKind::Switch);
+  }
+  // Without nic_bandwidth the hosts' NICs run at the servers' rate (100 GbE here).
+  const LoadedScenario same = load_scenario_text(
+      text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 1}}\n", kInline);
+  const DeviceId nic = same.topology.topology.link(
+      same.topology.topology.links_of(same.server_hosts[0])[0]).other(same.server_hosts[0]);
+  CHECK(same.topology.topology.link(same.topology.topology.links_of(nic)[1])
+            .bandwidth.bytes_per_second() == doctest::Approx(100e9 / 8));
+
+  // Contradictions are errors at the key that contradicts.
+  const auto servers = error_of(text + "sync:\n  strategy: ps\n  ps: {servers: 3, hosts: {count: 2}}\n");
+  REQUIRE(servers);
+  CHECK(contains(servers->what(), "3 servers on 2 hosts"));
+  const auto colocated =
+      error_of(text + "sync:\n  strategy: ps\n  ps: {placement: colocated, hosts: {count: 2}}\n");
+  REQUIRE(colocated);
+  CHECK(contains(colocated->what(), "colocated servers run on the GPUs"));
+  const auto unknown = error_of(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic: 1Gbps}}\n");
+  REQUIRE(unknown);
+  CHECK(contains(unknown->what(), "unknown key 'nic'"));
+  // One server alone has no switch to cable a host to: the error points at `hosts:`.
+  const auto alone = error_of(kBase + "sync:\n  strategy: ps\n  ps:\n    hosts: {count: 1}\n");
+  REQUIRE(alone);
+  CHECK(alone->where().line == 14);  // the hosts: line
+  CHECK(contains(alone->what(), "has no NIC on one"));
+}

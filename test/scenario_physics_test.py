@@ -179,5 +179,30 @@ ded4 = run(resnet2, *ps, "sync.ps.servers=4")
 check("dedicated PS: 4 servers on 4 machines beat 1 by > 1.5x", ded1["step_time_s"] > 1.5 * ded4["step_time_s"],
       f"{ded1['step_time_s']:.3f} s vs {ded4['step_time_s']:.3f} s")
 
+# 12. Parameter servers on hosts of their own (sync.ps.hosts: a CPU host per server, one NIC
+#     each beside the GPU servers' NICs): every GPU trains, and 4 hosts give the servers 4
+#     NICs. On 100 GbE with RDMA (RoCE, as BytePS runs) PS time falls with the NICs, >= 2.5x
+#     from 1 to 4 hosts; over TCP sockets (the same 100 GbE) each bucket's push into a server is
+#     an incast that pays TCP's minimum RTO once per round (tcp_model.hpp), whatever the host
+#     count: the bandwidth part still falls >= 2.5x, the RTO part does not move.
+def ps_hosts(k, *extra):
+    return run(bert_ps, "topology=../topologies/eth-100gbe-4node.yaml", "sync.overlap=none",
+               "sync.ps.placement=dedicated", f"sync.ps.servers={k}", f"sync.ps.hosts.count={k}",
+               *extra)
+h1, h4 = ps_hosts(1), ps_hosts(4)
+check("ps.hosts: every GPU trains", h1["gpus"] == 32 and h1["samples_per_s"] > 0, str(h1["gpus"]))
+roce1 = ps_hosts(1, "topology_overrides.network.fabric=roce")["comm_time_s"]
+roce4 = ps_hosts(4, "topology_overrides.network.fabric=roce")["comm_time_s"]
+check("ps.hosts on 100 GbE RoCE: 4 hosts cut PS time >= 2.5x against 1", roce1 >= 2.5 * roce4,
+      f"{roce1:.3f} s vs {roce4:.3f} s ({roce1 / roce4:.2f}x)")
+off1 = ps_hosts(1, "topology_overrides.network.tcp.incast=false")["comm_time_s"]
+off4 = ps_hosts(4, "topology_overrides.network.tcp.incast=false")["comm_time_s"]
+check("ps.hosts on 100 GbE TCP: the bandwidth part falls >= 2.5x", off1 >= 2.5 * off4,
+      f"{off1:.3f} s vs {off4:.3f} s ({off1 / off4:.2f}x)")
+rto1, rto4 = h1["comm_time_s"] - off1, h4["comm_time_s"] - off4
+check("ps.hosts on 100 GbE TCP: the incast RTOs do not depend on the host count",
+      rto1 > 0.5 and abs(rto1 / rto4 - 1) < 0.05,
+      f"{rto1:.3f} s vs {rto4:.3f} s of RTOs; PS time {h1['comm_time_s']:.3f} vs {h4['comm_time_s']:.3f} s")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradsync/config_error.hpp"
 #include "gradsync/units.hpp"
 
 namespace gradsync {
@@ -106,9 +107,18 @@ enum class CompressionMethod { None, Int8, Fp8, Int4, TopK };
 
 enum class PsPlacement { Dedicated, Colocated };  // as ServerPlacement in collective.hpp
 
+// sync.ps.hosts: the servers on CPU hosts of their own, each with one NIC on the network
+// (server_hosts.hpp); every GPU then trains.
+struct PsHostsSpec {
+  std::uint32_t count = 1;  // hosts, one server each
+  std::optional<BytesPerSecond> nic_bandwidth;  // empty: the GPU servers' NIC rate
+  SourceMark origin;        // the `hosts:` value, for errors about the topology
+};
+
 struct PsSpec {
   std::uint32_t servers = 1;  // k, 1..256
   PsPlacement placement = PsPlacement::Dedicated;
+  std::optional<PsHostsSpec> hosts;
 };
 
 struct CompressionSpec {
@@ -220,7 +230,7 @@ struct Scenario {
 
 // Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take
 // ps.servers GPUs (spread over the machines: spread_dedicated_servers in engine.hpp), so they
-// are not workers.
+// are not workers; servers on hosts of their own (ps.hosts) take none.
 [[nodiscard]] std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync);
 
 }  // namespace gradsync

@@ -25,7 +25,9 @@ namespace gradsync {
 
 struct LoadedScenario {
   Scenario scenario;
-  TopologyFile topology;  // loaded with the overrides applied
+  TopologyFile topology;  // loaded with the overrides applied (and sync.ps.hosts added)
+  // sync.ps.hosts: the servers' CPU devices added to topology.topology (server_hosts.hpp).
+  std::vector<DeviceId> server_hosts;
 };
 
 [[nodiscard]] LoadedScenario load_scenario_file(const std::filesystem::path& path,

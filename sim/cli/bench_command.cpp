@@ -31,6 +31,7 @@
 #include "gradsync/nccl_tests_compare.hpp"
 #include "gradsync/nccl_tuner.hpp"
 #include "gradsync/scenario_config.hpp"
+#include "gradsync/server_hosts.hpp"
 
 namespace gradsync::cli {
 namespace {
@@ -53,6 +54,9 @@ struct BenchOptions {
   std::uint32_t pipeline = 0;
   std::uint32_t ps_servers = 1;
   std::string ps_placement = "colocated";
+  bool ps_servers_given = false;
+  std::uint32_t ps_hosts = 0;  // servers on hosts of their own (server_hosts.hpp); 0 = on GPUs
+  std::string ps_host_nic;     // their NIC rate; "" = the GPU servers' NIC rate
   std::uint32_t root = 0;
   bool json = false;
   std::vector<std::string> cfg;
@@ -166,7 +170,24 @@ void print_comparison(const BenchOptions& o, const Topology& topo, const NcclTes
 }
 
 void run_bench(const BenchOptions& o) {
-  const TopologyFile topo_file = load_topology_file(o.file, o.sets);
+  TopologyFile topo_file = load_topology_file(o.file, o.sets);
+  std::vector<DeviceId> ps_hosts;  // --ps-hosts: the servers' CPU devices
+  if (o.ps_hosts > 0) {
+    if (o.algo != "ps")
+      throw ConfigError(cli_mark("--ps-hosts"), "--ps-hosts places parameter servers: use --algo ps");
+    if (o.ps_servers_given && o.ps_servers != o.ps_hosts)
+      throw ConfigError(cli_mark("--ps-servers"),
+                        "with --ps-hosts each host runs one server (--ps-servers defaults to it)");
+    std::optional<BytesPerSecond> nic;
+    if (!o.ps_host_nic.empty()) {
+      try {
+        nic = parse_rate(o.ps_host_nic);
+      } catch (const UnitError& e) {
+        throw ConfigError(cli_mark("--ps-host-nic"), e.what());
+      }
+    }
+    ps_hosts = add_server_hosts(topo_file.topology, o.ps_hosts, nic, cli_mark("--ps-hosts"));
+  }
   const Topology& topo = topo_file.topology;
   const auto op = collective_op_from_string(o.op);
   if (!op) throw ConfigError(cli_mark("--op"), "unknown operation '" + o.op + "'");
@@ -250,9 +271,12 @@ void run_bench(const BenchOptions& o) {
       }
     }
   }
-  // Dedicated parameter servers on different machines, as a run places them.
-  const std::vector<DeviceId> ps_ranks =
-      o.ps_placement == "dedicated" ? spread_dedicated_servers(topo, ranks, o.ps_servers) : ranks;
+  // Dedicated parameter servers on different machines, as a run places them, or on hosts of
+  // their own after every GPU (--ps-hosts).
+  std::vector<DeviceId> ps_ranks =
+      o.ps_placement == "dedicated" && ps_hosts.empty()
+          ? spread_dedicated_servers(topo, ranks, o.ps_servers) : ranks;
+  ps_ranks.insert(ps_ranks.end(), ps_hosts.begin(), ps_hosts.end());
   auto devices_for = [&](Algorithm a) -> const std::vector<DeviceId>& {
     if (a == Algorithm::ParameterServer) return ps_ranks;
     const auto it = switch_devices.find(a);
@@ -268,9 +292,9 @@ void run_bench(const BenchOptions& o) {
   base.channels = o.channels > 0 ? o.channels : default_ring_channels(topo, ranks, ppn);
   base.pipeline = o.pipeline;
   base.root = o.root;
-  base.ps.servers = o.ps_servers;
-  base.ps.placement = o.ps_placement == "dedicated" ? ServerPlacement::Dedicated
-                                                    : ServerPlacement::Colocated;
+  base.ps.servers = ps_hosts.empty() ? o.ps_servers : o.ps_hosts;
+  base.ps.placement = o.ps_placement == "dedicated" || !ps_hosts.empty()
+                          ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
   if (topo.software() == SoftwareModel::Nccl && switch_devices.count(Algorithm::NvlsTree) != 0)
     set_nvls_loops(base, nccl_topology_view(topo, ranks, ppn, Algorithm::NvlsTree));
   if (base.root >= n) throw ConfigError(cli_mark("--root"), "root must be below the rank count");
@@ -283,6 +307,7 @@ void run_bench(const BenchOptions& o) {
     CollectiveRequest r = base;
     r.algorithm = a;
     r.bytes = bytes;
+    if (a == Algorithm::ParameterServer) r.ranks = static_cast<std::uint32_t>(ps_ranks.size());
     try {
       return plan_collective(r, plan_fidelity);
     } catch (const std::invalid_argument& e) {
@@ -297,7 +322,8 @@ void run_bench(const BenchOptions& o) {
     for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
       sizes.push_back(std::round(s));
   const std::uint32_t busbw_ranks =
-      candidates[0] == Algorithm::ParameterServer ? ps_worker_count(n, base.ps) : n;
+      candidates[0] == Algorithm::ParameterServer
+          ? ps_worker_count(static_cast<std::uint32_t>(ps_ranks.size()), base.ps) : n;
   // Under NCCL's software model `auto` runs what NCCL's tuner picks for each size
   // (nccl_tuner.hpp), as a real job does; --best also simulates every candidate and reports
   // the fastest. Otherwise auto keeps the fastest simulated candidate.
@@ -470,18 +496,26 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1u, 64u));
   cmd->add_option("--pipeline", opts->pipeline, "chunks per step/tree (default automatic)")
       ->check(CLI::Range(0u, 1024u));
-  cmd->add_option("--ps-servers", opts->ps_servers, "parameter servers (default 1)")
-      ->check(CLI::Range(1u, 256u));
+  CLI::Option* ps_servers =
+      cmd->add_option("--ps-servers", opts->ps_servers, "parameter servers (default 1)")
+          ->check(CLI::Range(1u, 256u));
   cmd->add_option("--ps-placement", opts->ps_placement, "colocated | dedicated")
       ->check(CLI::IsMember({"colocated", "dedicated"}));
+  cmd->add_option("--ps-hosts", opts->ps_hosts,
+                  "parameter servers on K CPU hosts of their own, each with one NIC cabled "
+                  "beside the GPU servers' NICs (every GPU trains; --algo ps)")
+      ->check(CLI::Range(1u, 256u));
+  cmd->add_option("--ps-host-nic", opts->ps_host_nic,
+                  "the --ps-hosts NIC rate (default: the GPU servers' NIC rate)");
   cmd->add_option("--root", opts->root, "root rank for broadcast / reduce");
   cmd->add_flag("--json", opts->json, "print the rows as one JSON array");
   cmd->add_flag("--best", opts->best,
                 "with --algo auto under software: nccl, also simulate every applicable "
                 "algorithm and show the fastest beside NCCL's choice (\"best possible\")");
   cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
-  cmd->callback([opts, min, max, factor, algo] {
+  cmd->callback([opts, min, max, factor, algo, ps_servers] {
     opts->sizes_given = min->count() + max->count() + factor->count() > 0;
+    opts->ps_servers_given = ps_servers->count() > 0;
     // A log is compared with what NCCL would run unless --algo says otherwise.
     if (!opts->compare.empty() && algo->count() == 0) opts->algo = "auto";
     run_bench(*opts);

@@ -27,6 +27,7 @@
 #include "gradsync/model_presets.hpp"
 #include "gradsync/parallel_layout.hpp"
 #include "gradsync/scenario_config.hpp"
+#include "gradsync/server_hosts.hpp"
 #include "gradsync/step_schedule.hpp"
 #include "yaml_reader.hpp"
 
@@ -71,7 +72,8 @@ const std::vector<std::string> kTrainingKeys{"accumulation", "steps"};
 const std::vector<std::string> kSyncKeys{"strategy",     "algorithm", "ps",         "bucket",
                                          "first_bucket", "overlap",   "compression", "buckets"};
 const std::vector<std::string> kBucketKeys{"bytes", "ready_at"};
-const std::vector<std::string> kPsKeys{"servers", "placement"};
+const std::vector<std::string> kPsKeys{"servers", "placement", "hosts"};
+const std::vector<std::string> kPsHostsKeys{"count", "nic_bandwidth"};
 const std::vector<std::string> kParallelKeys{
     "data",     "shard_group",           "tensor",   "pipeline",
     "schedule", "virtual_stages",        "prefetch", "reshard_after_forward",
@@ -101,6 +103,7 @@ const std::vector<std::string>* scenario_keys_at(const std::string& path) {
   if (path == "training") return &kTrainingKeys;
   if (path == "sync") return &kSyncKeys;
   if (path == "sync.ps") return &kPsKeys;
+  if (path == "sync.ps.hosts") return &kPsHostsKeys;
   if (path == "parallel") return &kParallelKeys;
   if (path == "sync.compression") return &kCompressionKeys;
   if (path == "sync.buckets.#") return &kBucketKeys;
@@ -1070,6 +1073,22 @@ SyncSpec read_sync(const MapReader& top) {
     s.ps.placement = p.opt_choice("placement", kPlacements).value_or("dedicated") == "colocated"
                          ? PsPlacement::Colocated
                          : PsPlacement::Dedicated;
+    if (p.has("hosts")) {
+      MapReader h(p.node("hosts"), r.file(), "sync.ps.hosts", kPsHostsKeys);
+      PsHostsSpec hosts;
+      hosts.count = static_cast<std::uint32_t>(h.integer("count", 1, kMaxServers));
+      hosts.nic_bandwidth = h.opt_rate("nic_bandwidth");
+      hosts.origin = h.mark();
+      if (p.has("placement") && s.ps.placement == PsPlacement::Colocated)
+        p.fail("placement", "colocated servers run on the GPUs; sync.ps.hosts puts them on hosts "
+                            "of their own (remove one of the two)");
+      if (p.has("servers") && s.ps.servers != hosts.count)
+        p.fail("servers", fmt::format("{} servers on {} hosts: with sync.ps.hosts each host runs "
+                                      "one server (servers defaults to hosts.count)",
+                                      s.ps.servers, hosts.count));
+      s.ps.servers = hosts.count;
+      s.ps.hosts = hosts;
+    }
   }
   s.bucket = bucket_size(r, "bucket", kDdpBucketBytes);
   s.first_bucket = bucket_size(r, "first_bucket", kDdpFirstBucketBytes);
@@ -1471,6 +1490,15 @@ LoadedScenario load(const std::string& text, const std::string& file,
         if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);
         s.fail("algorithm", name + " cannot run on these GPUs: " + why);
       }
+    }
+    if (sc.sync.strategy != SyncStrategy::AllReduce && sc.sync.ps.hosts) {
+      if (!sc.parallel.plain())
+        throw ConfigError(sc.sync.ps.hosts->origin,
+                          "sync.ps.hosts: parameter servers run with plain data parallelism "
+                          "(parallel: of one data-parallel group)");
+      out.server_hosts = add_server_hosts(out.topology.topology, sc.sync.ps.hosts->count,
+                                          sc.sync.ps.hosts->nic_bandwidth,
+                                          sc.sync.ps.hosts->origin);
     }
     if (sc.sync.strategy != SyncStrategy::AllReduce) {
       const MapReader s(top.node("sync"), file, "sync", kSyncKeys);

@@ -369,9 +369,12 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   CollectiveTimer::Group all;
   const bool dedicated_servers = sc.sync.strategy != SyncStrategy::AllReduce &&
                                  sc.sync.ps.placement == PsPlacement::Dedicated;
-  all.devices = dedicated_servers ? spread_dedicated_servers(topo, devices, sc.sync.ps.servers)
-                                  : devices;
-  all.base.ranks = gpus;
+  const std::vector<DeviceId>& hosts = loaded.server_hosts;  // sync.ps.hosts
+  all.devices = dedicated_servers && hosts.empty()
+                    ? spread_dedicated_servers(topo, devices, sc.sync.ps.servers)
+                    : devices;
+  all.devices.insert(all.devices.end(), hosts.begin(), hosts.end());
+  all.base.ranks = gpus + static_cast<std::uint32_t>(hosts.size());
   all.base.ranks_per_node = ppn;
   all.base.node_sizes = node_blocks(topo, devices);
   all.base.ps.servers = sc.sync.ps.servers;
@@ -386,10 +389,15 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     one_node.base = all.base;
     one_node.base.ranks = ppn;
     one_node.base.channels = 1;
-    if (sc.sync.strategy != SyncStrategy::AllReduce &&
-        sc.sync.ps.placement == PsPlacement::Dedicated && sc.sync.ps.servers >= ppn)
-      one_node.base.ps.placement = ServerPlacement::Colocated;  // servers do not fit in a node
-    one_node.base.ps.servers = std::min(sc.sync.ps.servers, ppn);
+    if (!hosts.empty()) {  // one server's GPUs with the same server hosts
+      one_node.devices.insert(one_node.devices.end(), hosts.begin(), hosts.end());
+      one_node.base.ranks = ppn + static_cast<std::uint32_t>(hosts.size());
+    } else {
+      if (sc.sync.strategy != SyncStrategy::AllReduce &&
+          sc.sync.ps.placement == PsPlacement::Dedicated && sc.sync.ps.servers >= ppn)
+        one_node.base.ps.placement = ServerPlacement::Colocated;  // servers do not fit a node
+      one_node.base.ps.servers = std::min(sc.sync.ps.servers, ppn);
+    }
   }
 
   // NVLS where it can run. An explicit `algorithm: nvls` that cannot is bad input for the whole

@@ -152,7 +152,7 @@ double ModelSpec::total_params() const {
 Bytes ModelSpec::grad_bytes() const { return Bytes(total_params() * bytes_per_grad()); }
 
 std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync) {
-  if (sync.strategy == SyncStrategy::AllReduce) return gpus;
+  if (sync.strategy == SyncStrategy::AllReduce || sync.ps.hosts) return gpus;
   ParameterServerOptions ps;
   ps.servers = sync.ps.servers;
   ps.placement = sync.ps.placement == PsPlacement::Dedicated ? ServerPlacement::Dedicated
