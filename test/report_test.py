@@ -11,9 +11,10 @@ Cases (each one CTest test):
   bad_input  a folder without results exits 2 with one line "DIR: error: ..."; without
              gnuplot the report holds its table (exit 0, one warning); a failing gnuplot
              exits 1 (the environment, not the input)
-  chromium   headless Chromium screenshots the report; the PNG (decoded here with zlib) is
-             not blank and has colored chart pixels. Exit 77 (skipped) when chromium is not
-             installed.
+  chromium   headless Chromium screenshots the example's report and a 96-point one, each at
+             1200x2000 and 800x1200 (charts scale to the window); every PNG (decoded here
+             with zlib) is not blank and has colored chart pixels. Exit 77 (skipped) when
+             chromium is not installed.
 """
 import os
 import re
@@ -38,9 +39,20 @@ def check(condition, message):
     return condition
 
 
-def make_report(tmp):
+# 96 points (16 series of 6 server counts): the report must stay readable at ~100 points.
+SWEEP_96 = """name: report-96
+base: {base}
+grid:
+  sync.algorithm: [ring, tree]
+  topology_overrides.node.nic_bandwidth: [10Gbps, 25Gbps, 50Gbps, 100Gbps]
+  training.accumulation: [1, 4]
+  topology_overrides.nodes: [1, 2, 3, 4, 6, 8]
+"""
+
+
+def make_report(tmp, sweep=SWEEP):
     out = os.path.join(tmp, "sweep")
-    p = subprocess.run([GRADSYNC, "sweep", SWEEP, "-o", out, "-j", "2"], capture_output=True, text=True)
+    p = subprocess.run([GRADSYNC, "sweep", sweep, "-o", out, "-j", "2"], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"sweep failed ({p.returncode}): {p.stderr}")
     report = os.path.join(tmp, "report.html")
@@ -161,37 +173,58 @@ def png_pixels(path):
     return width, height, bpp, rows
 
 
+def screenshot(browser, tmp, report, size):
+    """Checks a headless Chromium screenshot of `report` at `size` (width, height) is drawn."""
+    png = os.path.join(tmp, f"report-{size[0]}x{size[1]}.png")
+    profile = tempfile.mkdtemp(dir=tmp)
+    start = time.monotonic()
+    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                        "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                        f"--screenshot={png}", f"--window-size={size[0]},{size[1]}",
+                        "file://" + report],
+                       capture_output=True, text=True, timeout=120)
+    name = f"{os.path.basename(os.path.dirname(report))} at {size[0]}x{size[1]}"
+    print(f"chromium took {time.monotonic() - start:.2f} s ({name})")
+    if not check(os.path.isfile(png), f"{name}: no screenshot (chromium exited {p.returncode}): "
+                                      f"{p.stderr[-2000:]}"):
+        return
+    width, height, bpp, rows = png_pixels(png)
+    check((width, height) == size, f"{name}: screenshot is {width}x{height}")
+    nonwhite = colored = 0
+    for row in rows:
+        for i in range(0, len(row), bpp):
+            r, g, b = row[i], row[i + 1], row[i + 2]
+            if r < 240 or g < 240 or b < 240:
+                nonwhite += 1
+                if max(r, g, b) - min(r, g, b) > 60:
+                    colored += 1  # chart lines and bars; text and grid are grey
+    print(f"{name}: {nonwhite} non-white pixels, {colored} colored")
+    check(nonwhite > 0.02 * width * height, f"{name}: nearly blank ({nonwhite} non-white pixels)")
+    # The first screen shows charts, at either width (charts scale to the window).
+    check(colored > 0.004 * width * height, f"{name}: only {colored} colored pixels: the charts did not draw")
+
+
 def case_chromium():
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         print("SKIP: chromium is not installed")
         sys.exit(77)
     with tempfile.TemporaryDirectory() as tmp:
-        report = make_report(tmp)
-        png = os.path.join(tmp, "report.png")
-        profile = tempfile.mkdtemp(dir=tmp)
-        start = time.monotonic()
-        p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                            "--no-first-run", "--disable-background-networking",
-                            "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
-                            f"--screenshot={png}", "--window-size=1200,2000", "file://" + report],
-                           capture_output=True, text=True, timeout=120)
-        print(f"chromium took {time.monotonic() - start:.2f} s")
-        if not check(os.path.isfile(png), f"no screenshot (chromium exited {p.returncode}): {p.stderr[-2000:]}"):
-            return
-        width, height, bpp, rows = png_pixels(png)
-        check((width, height) == (1200, 2000), f"screenshot is {width}x{height}")
-        nonwhite = colored = 0
-        for row in rows:
-            for i in range(0, len(row), bpp):
-                r, g, b = row[i], row[i + 1], row[i + 2]
-                if r < 240 or g < 240 or b < 240:
-                    nonwhite += 1
-                    if max(r, g, b) - min(r, g, b) > 60:
-                        colored += 1  # chart lines and bars; text and grid are grey
-        print(f"{nonwhite} non-white pixels, {colored} colored")
-        check(nonwhite > 0.02 * width * height, f"screenshot nearly blank ({nonwhite} non-white pixels)")
-        check(colored > 20000, f"only {colored} colored pixels: the charts did not draw")
+        small = os.path.join(tmp, "24-points")
+        large = os.path.join(tmp, "96-points")
+        os.mkdir(small)
+        os.mkdir(large)
+        sweep = os.path.join(large, "sweep.yaml")
+        with open(sweep, "w", encoding="utf-8") as f:
+            f.write(SWEEP_96.format(base=os.path.join(SOURCE, "scenarios", "bert-large-allreduce-25gbe.yaml")))
+        reports = [make_report(small), make_report(large, sweep)]
+        text = open(reports[1], encoding="utf-8").read()
+        rows = re.findall(r"<tr[ >]", text.split("<tbody>", 1)[-1])
+        check(len(rows) == 96, f"{len(rows)} table rows in the 96-point report")
+        for report in reports:
+            for size in ((1200, 2000), (800, 1200)):  # a desktop window, a laptop half-screen
+                screenshot(browser, tmp, report, size)
 
 
 def main():

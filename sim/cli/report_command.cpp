@@ -357,7 +357,7 @@ std::string cost_chart(const std::string& gnuplot, const fs::path& tmp,
 constexpr const char* kStyle = R"(<style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
-.chart{overflow-x:auto}.note{color:#666}
+.chart svg{max-width:100%;height:auto}.note{color:#666}.wide{overflow-x:auto}
 table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px}
 th{background:#f0f0f0;position:sticky;top:0;cursor:pointer;white-space:nowrap}
 td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.fail td{background:#fde8e8}
@@ -459,7 +459,7 @@ void report(const ReportCliOptions& o) {
   h += "<div class=\"chart\">" + breakdown + "</div>\n";
 
   h += "<h2>All points</h2>\n<p class=\"note\">click a column header to sort.</p>\n";
-  h += "<table class=\"sortable\"><thead><tr><th>#</th>";
+  h += "<div class=\"wide\"><table class=\"sortable\"><thead><tr><th>#</th>";
   for (const std::string& k : keys) h += "<th>" + html(k) + "</th>";
   const std::vector<std::pair<const char*, const char*>> cols{
       {"topology", "topology"},          {"gpus", "GPUs"},
@@ -489,7 +489,7 @@ void report(const ReportCliOptions& o) {
     h += p.ok ? "<td>ok</td>" : "<td>failed: " + html(p.error) + "</td>";
     h += "</tr>\n";
   }
-  h += "</tbody></table>\n";
+  h += "</tbody></table></div>\n";
 
   h += "<h2>Cost per sample</h2>\n";
   if (has_cost)
