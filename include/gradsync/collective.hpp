@@ -314,7 +314,7 @@ struct NvlsOptions {
 };
 // NVLink SHARP (NVLS) AllReduce inside one NVSwitch domain: the switch reduces in the fabric.
 // A parameter-server plan whose single dedicated server, rank `ranks`, is the NVSwitch (the
-// caller maps that rank to the NVSwitch device; nvls_switch() in engine.hpp finds it). The
+// caller maps that rank to the NVSwitch device; nvls_switch() in rank_placement.hpp finds it). The
 // data is cut into `pipeline` chunks; every worker pushes chunk c to the switch (Reduce, after
 // its push of chunk c-1 on the same port) and the switch sends the reduced chunk c back to
 // every worker once every push of chunk c has arrived (Copy, after its pull of chunk c-1), so
@@ -336,7 +336,7 @@ struct NvlsTreeOptions {
 // other servers along NCCL's double binary tree of servers (shard (c, l) on tree (c+l) mod 2);
 // then GPU l stores the result into the switch, which multicasts it to the server's other GPUs.
 // Ranks: GPUs 0..G-1 node-major, then server a's NVSwitch is rank G + a (the caller maps them:
-// nvls_tree_devices() in engine.hpp). contributors = G, channels = 2 (the trees), one phase
+// nvls_tree_devices() in rank_placement.hpp). contributors = G, channels = 2 (the trees), one phase
 // (everything streams), steps = 4 + 2·ceil(log2 servers). Per GPU port: S + S/ppn out, S in
 // (ring: 2(n-1)/n·S); per NIC: the tree traffic of the GPU's shard, S/ppn each way on 2
 // servers. Time ≈ max(S/B_port, S/(ppn·B_nic)) for large P on 2 servers.
@@ -347,7 +347,7 @@ struct NvlsSharpOptions {
   std::uint32_t ranks_per_node = 1;  // GPUs per server (one NVSwitch each); divides the GPUs
   std::uint32_t pipeline = 1;        // pipeline steps (≥ 1), each cut into one shard per GPU
   // Per local GPU index l: which SHARP switch (0, 1, …, after the NVSwitch ranks) reduces
-  // shard l, the one every server's GPU-l NIC reaches (nvls_sharp_devices() in engine.hpp).
+  // shard l, the one every server's GPU-l NIC reaches (nvls_sharp_devices() in rank_placement.hpp).
   std::vector<std::uint32_t> sharp_of_local;
   bool flows_only = false;  // build the flows-only plan from one pipeline step
 };
@@ -381,7 +381,7 @@ struct CollectiveRequest {
   Algorithm algorithm = Algorithm::Ring;
   std::uint32_t ranks = 1;           // participants (workers + dedicated servers for ps)
   std::uint32_t ranks_per_node = 1;  // tree / hierarchical: ranks are node-major
-  // Ring: the consecutive runs of ranks on one server (node_blocks() in engine.hpp), for rings
+  // Ring: the consecutive runs of ranks on one server (node_blocks() in rank_placement.hpp), for rings
   // over servers filled unevenly (ranks_per_node 1 then); empty: ranks_per_node describes them.
   std::vector<std::uint32_t> node_sizes;
   // nvls across servers (with SHARP): NvlsSharpOptions::sharp_of_local; empty = one NVLink

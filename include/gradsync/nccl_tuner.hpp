@@ -61,7 +61,7 @@ struct NcclTopologyView {
   std::uint32_t comm_channels = 1;  // comm->nChannels: what a Ring/Tree collective may use
   std::uint32_t nvls_channels = 0;  // comm->nvlsChannels
   bool ll128 = true;                // LL128 enabled (NVLink inside nodes)
-  // NVLS across servers with SHARP can run (nvls_sharp_devices() in engine.hpp): NCCL's NVLS
+  // NVLS across servers with SHARP can run (nvls_sharp_devices() in rank_placement.hpp): NCCL's NVLS
   // algorithm on several nodes, which it offers only with CollNet.
   bool sharp = false;
   std::optional<double> nvls_efficiency;  // the topology's nvls_efficiency (nccl_model.hpp)

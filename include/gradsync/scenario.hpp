@@ -229,7 +229,7 @@ struct Scenario {
 };
 
 // Data-parallel ranks (workers) among `gpus` GPUs: dedicated parameter servers take
-// ps.servers GPUs (spread over the machines: spread_dedicated_servers in engine.hpp), so they
+// ps.servers GPUs (spread over the machines: spread_dedicated_servers in rank_placement.hpp), so they
 // are not workers; servers on hosts of their own (ps.hosts) take none.
 [[nodiscard]] std::uint32_t data_parallel_ranks(std::uint32_t gpus, const SyncSpec& sync);
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/rank_placement.hpp"
 #include "gradsync/fabric_model.hpp"
 
 namespace gradsync {

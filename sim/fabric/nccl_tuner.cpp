@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/rank_placement.hpp"
 #include "gradsync/fabric_defaults.hpp"
 
 namespace gradsync {
