@@ -5,7 +5,8 @@ Usage: reference_keys_test.py PROJECT_ROOT
 
 Keys are read statically from the sources (no build needed):
 
-- sim/config/{topology,scenario,sweep}_loader.cpp: every `const std::vector<std::string>
+- sim/config/{topology,scenario,sweep}_loader.cpp (the scenario's with scenario_keys.hpp,
+  scenario_model.cpp and scenario_sync.cpp): every `const std::vector<std::string>
   k...Keys{...}` list, and every key list handed to a `MapReader` (the loaders' readers reject
   any key not in that list, so together they are every key a file may hold). Where the reader's
   label is a dotted path ("node.pcie", "sync.compression", fmt::format("model.layers.{}", i)),
@@ -26,9 +27,11 @@ import os
 import re
 import sys
 
+# Each loader with the files that hold its key lists and readers, read as one text.
 LOADERS = [
     "sim/config/topology_loader.cpp",
-    "sim/config/scenario_loader.cpp",
+    "sim/config/scenario_keys.hpp+sim/config/scenario_model.cpp+sim/config/scenario_sync.cpp"
+    "+sim/config/scenario_loader.cpp",
     "sim/config/sweep_loader.cpp",
 ]
 RUN_COMMAND = "sim/cli/run_command.cpp"
@@ -145,9 +148,10 @@ def loader_requirements(root):
     """(token, exact, origin) for every key of the loaders."""
     reqs = []
     for rel in LOADERS:
-        path = os.path.join(root, rel)
-        with open(path, encoding="utf-8") as f:
-            text = strip_comments(f.read())
+        text = ""
+        for part in rel.split("+"):
+            with open(os.path.join(root, part), encoding="utf-8") as f:
+                text += strip_comments(f.read()) + "\n"
         named = {}
         for m in NAMED_LIST_RE.finditer(text):
             named[m.group(1)] = STRING_RE.findall(m.group(2))
