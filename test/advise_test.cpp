@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gradsync/advise.hpp"
+#include "gradsync/advisor.hpp"
 
 using namespace gradsync;
 
@@ -296,4 +297,120 @@ TEST_CASE("advise: an algorithm auto already runs is not a what-if") {
   CHECK(vs.size() == 2);
   b.algorithm = SyncAlgorithm::Ring;  // a fixed algorithm: an equal time is a real alternative
   CHECK(drop_unchanged_algorithms(vs, b, 2.5).empty());
+}
+
+namespace {
+
+// A synthetic cluster for advise(): 100 ms of compute per micro-batch and 900 ms of exposed
+// communication per step on the baseline's 2 servers. Accumulation K spreads one sync over K
+// micro-batches (exposed share 0.9 / (0.1 K + 0.9): the rule needs K >= 21); Top-K keeping r
+// sends r of the bytes (0.9 r / (0.1 + 0.9 r): the rule needs r <= 0.0476); N servers expose
+// 1.8 (N - 1) / N s (none on one server, whose 4 GPUs then beat any count: a slow network). The
+// hierarchical algorithm "cannot run". Every call is recorded.
+struct SyntheticCluster {
+  std::vector<std::vector<std::string>> calls;
+
+  static std::optional<std::string> value_of(const std::vector<std::string>& sets,
+                                             const std::string& key) {
+    for (const std::string& s : sets)
+      if (s.rfind(key + "=", 0) == 0) return s.substr(key.size() + 1);
+    return std::nullopt;
+  }
+
+  AdviceTrial trial(const std::vector<std::string>& sets) {
+    calls.push_back(sets);
+    AdviceTrial t;
+    if (value_of(sets, "sync.algorithm") == "hierarchical") {
+      t.error = "s.yaml: error: hierarchical cannot run here";
+      return t;
+    }
+    const double k = std::stod(value_of(sets, "training.accumulation").value_or("1"));
+    double ratio = 1.0;
+    if (const auto c = value_of(sets, "sync.compression")) {
+      const auto at = c->find("ratio: ");
+      if (at != std::string::npos) ratio = std::stod(c->substr(at + 7));
+    }
+    const int nodes = std::stoi(value_of(sets, "topology_overrides.nodes").value_or("2"));
+    AdviceOutcome o;
+    o.nodes = nodes;
+    o.gpus = 4 * nodes;
+    o.grad_bytes_per_sync = 100e6;
+    o.wire_bytes_per_sync = 100e6 * ratio;
+    o.exposed_comm_s = nodes == 1 ? 0.0 : 0.9 * ratio * (nodes - 1) / nodes * 2.0;
+    o.step_time_s = 0.1 * k + o.exposed_comm_s;
+    o.samples_per_s = 100.0 * k * o.gpus / o.step_time_s;
+    t.outcome = o;
+    return t;
+  }
+
+  AdviceRunner runner() {
+    return [this](const std::vector<std::vector<std::string>>& batch) {
+      std::vector<AdviceTrial> out;
+      for (const auto& sets : batch) out.push_back(trial(sets));
+      return out;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("advise(): both searches end at the rule's thresholds of a synthetic cluster") {
+  SyntheticCluster cluster;
+  const Advice a = advise(two_servers_on_10gbe(), AdviseOptions{}, cluster.runner());
+  CHECK(cluster.calls.front().empty());  // the baseline first
+  CHECK(a.baseline.exposed_share() == doctest::Approx(0.9 / 1.0));
+  CHECK_FALSE(a.rule_met_already);
+  // 0.9 / (0.1 K + 0.9) <= 0.3  <=>  K >= 21.
+  REQUIRE(a.accumulation_needed);
+  CHECK(*a.accumulation_needed == 21);
+  // 0.9 r / (0.1 + 0.9 r) <= 0.3  <=>  r <= 0.0476; refined to 2 significant digits.
+  REQUIRE(a.topk_ratio_needed);
+  CHECK(*a.topk_ratio_needed <= 0.0476);
+  CHECK(*a.topk_ratio_needed >= 0.0476 / 1.25);
+  REQUIRE(a.compression_ratio_needed);
+  CHECK(*a.compression_ratio_needed == doctest::Approx(1.0 / *a.topk_ratio_needed));
+  // Both answers are among the ranked what-ifs, each with the outcome the runner gave.
+  bool acc = false, topk = false;
+  for (const RankedVariant& r : a.ranked) {
+    acc = acc || r.variant.sets == std::vector<std::string>{"training.accumulation=21"};
+    topk = topk || (r.variant.kind == AdviceKind::Compression && r.outcome.under_rule() &&
+                    r.outcome.wire_bytes_per_sync < 5e6);
+  }
+  CHECK(acc);
+  CHECK(topk);
+  // What could not run is listed with its one-line reason, not ranked.
+  const bool hier = std::any_of(a.not_applicable.begin(), a.not_applicable.end(), [](const auto& n) {
+    return n.second == "s.yaml: error: hierarchical cannot run here";
+  });
+  CHECK(hier);
+  // The scaling curve holds the baseline's 2 servers and every other count the runner ran.
+  REQUIRE(a.scaling.curve.size() >= 3);
+  CHECK(a.scaling.curve.front().nodes == 1);
+  CHECK(a.scaling.peak_nodes == 1);
+  CHECK_FALSE(a.scaling.breakeven_nodes);  // no count tried beats one server
+}
+
+TEST_CASE("advise(): a baseline that meets the rule needs no search; a failing one stops") {
+  SyntheticCluster cluster;
+  AdviceRunner fast = [&](const std::vector<std::vector<std::string>>& batch) {
+    std::vector<AdviceTrial> out = cluster.runner()(batch);
+    for (AdviceTrial& t : out)
+      if (t.outcome) {  // a network 100x faster: exposed 9 ms of 109 ms
+        t.outcome->exposed_comm_s /= 100.0;
+        t.outcome->step_time_s = 0.1 + t.outcome->exposed_comm_s;
+      }
+    return out;
+  };
+  const Advice a = advise(two_servers_on_10gbe(), AdviseOptions{}, fast);
+  CHECK(a.rule_met_already);
+  CHECK_FALSE(a.accumulation_needed);
+  CHECK_FALSE(a.topk_ratio_needed);
+  for (const auto& sets : cluster.calls)
+    for (const std::string& s : sets) CHECK(s.rfind("training.accumulation=", 0) != 0);
+
+  AdviceRunner broken = [](const std::vector<std::vector<std::string>>& batch) {
+    return std::vector<AdviceTrial>(batch.size(), AdviceTrial{std::nullopt, "s.yaml:3:1: error: x"});
+  };
+  CHECK_THROWS_WITH_AS((void)advise(two_servers_on_10gbe(), AdviseOptions{}, broken),
+                       "s.yaml:3:1: error: x", AdviceBaselineError);
 }

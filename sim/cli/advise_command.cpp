@@ -1,7 +1,7 @@
 // `gradsync advise SCENARIO [--set key=value]... [--json] [--rank samples|cost] [-j N]`:
-// "what should we change?". Simulates the what-ifs of advise.hpp, each as its own
-// `gradsync run --json` worker process (SimGrid allows one simulation per process),
-// searches the accumulation and Top-K ratio that meet the 30 % rule, and ranks the results.
+// "what should we change?". The advisor (advisor.hpp) plans, searches and ranks; this file
+// runs each what-if as its own `gradsync run --json` worker process (SimGrid allows one
+// simulation per process), with progress on a terminal, and prints the advice.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -19,6 +19,7 @@
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
 #include "gradsync/advise.hpp"
+#include "gradsync/advisor.hpp"
 #include "gradsync/config_error.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/step_schedule.hpp"
@@ -41,11 +42,6 @@ struct AdviseCliOptions {
   std::vector<std::string> cfg;
 };
 
-// One simulated what-if: its outcome, or why it could not run.
-struct Trial {
-  std::optional<AdviceOutcome> outcome;
-  std::string error;
-};
 
 std::string first_line(std::string text) {
   const auto nl = text.find('\n');
@@ -83,8 +79,8 @@ class TrialRunner {
       : o_(o), jobs_(jobs), pool_("/proc/self/exe", limit), limit_(limit),
         tty_(::isatty(STDERR_FILENO) == 1) {}
 
-  std::vector<Trial> run(const std::vector<std::vector<std::string>>& batch) {
-    std::vector<Trial> out(batch.size());
+  std::vector<AdviceTrial> run(const std::vector<std::vector<std::string>>& batch) {
+    std::vector<AdviceTrial> out(batch.size());
     std::size_t next = 0, finished = 0;
     while (finished < batch.size()) {
       while (next < batch.size() && pool_.running() < jobs_) {
@@ -117,8 +113,8 @@ class TrialRunner {
   [[nodiscard]] std::size_t runs() const { return done_; }
 
  private:
-  Trial trial_of(const sweep::WorkerResult& w) const {
-    Trial t;
+  AdviceTrial trial_of(const sweep::WorkerResult& w) const {
+    AdviceTrial t;
     if (const auto failure = sweep::worker_failure(w, limit_)) {
       t.error = first_line(*failure);  // `run` reports bad input on one line
     } else {
@@ -207,199 +203,6 @@ Json outcome_json(const AdviceOutcome& o) {
          {"bottleneck", o.bottleneck.empty() ? Json(nullptr) : Json(o.bottleneck)}};
   j["cost_per_sample"] = o.cost_per_sample ? Json(*o.cost_per_sample) : Json(nullptr);
   return j;
-}
-
-struct Advice {
-  AdviceOutcome baseline;
-  std::vector<RankedVariant> ranked;
-  ScalingSummary scaling;
-  // Targets of the 30 % rule: the smallest accumulation and the largest Top-K keep-ratio that
-  // meet it (unset: not needed, or none of the values tried does).
-  bool rule_met_already = false;
-  std::optional<std::uint32_t> accumulation_needed;
-  std::optional<double> topk_ratio_needed;
-  std::optional<double> compression_ratio_needed;  // dense bytes / wire bytes at that ratio
-  std::vector<std::pair<AdviceVariant, std::string>> not_applicable;
-  std::vector<RankedVariant> no_better;  // networks that gain < 1 % over a slower one
-  std::vector<RankedVariant> unchanged;  // algorithms auto already runs
-  // Every network simulated (the baseline's first), and the cheapest that meets the rule.
-  std::vector<NetworkOption> networks;
-  std::optional<std::size_t> cheapest_network;
-  std::vector<std::string> notes;
-};
-
-Advice advise(const AdviseCliOptions& o, const AdviceBaseline& b, TrialRunner& runner) {
-  Advice a;
-  // The baseline alone first: if it cannot run, nothing else can.
-  {
-    const std::vector<Trial> base = runner.run({{}});
-    if (!base[0].outcome) {
-      runner.close();
-      std::cerr << base[0].error << '\n';
-      throw ExitStatus{2};
-    }
-    a.baseline = *base[0].outcome;
-  }
-  a.rule_met_already = a.baseline.under_rule();
-
-  // Everything that needs no search, in one batch.
-  std::vector<AdviceVariant> variants = plan_advice_variants(b);
-  const std::size_t fixed = variants.size();
-  const std::vector<int> counts = scaling_node_counts(b, o.max_nodes);
-  std::vector<int> variant_nodes;  // the server count of variants[fixed + i]
-  for (int n : counts)
-    if (n != b.nodes) {
-      variants.push_back(nodes_variant(b, n));
-      variant_nodes.push_back(n);
-    }
-  const std::size_t nodes_end = variants.size();
-  std::vector<std::uint32_t> acc_ladder;
-  std::vector<double> topk;
-  if (!a.rule_met_already) {
-    acc_ladder = accumulation_ladder(b);
-    for (std::uint32_t k : acc_ladder) variants.push_back(accumulation_variant(b, k));
-    if (b.compression != CompressionMethod::TopK && b.parallel.plain()) {
-      topk = topk_ladder();
-      for (double r : topk) variants.push_back(topk_variant(b, r));
-    }
-  }
-  std::vector<std::vector<std::string>> batch;
-  for (const AdviceVariant& v : variants) batch.push_back(v.sets);
-  const std::vector<Trial> trials = runner.run(batch);
-
-  std::vector<RankedVariant> results;
-  auto keep = [&](const AdviceVariant& v, const Trial& t) {
-    if (t.outcome && t.outcome->fits_in_memory && !*t.outcome->fits_in_memory)
-      a.not_applicable.emplace_back(
-          v, fmt::format("does not fit in memory: {} per GPU needed, the GPU has {}",
-                         format_size(Bytes(t.outcome->memory_per_gpu_bytes)),
-                         format_size(Bytes(t.outcome->gpu_memory_bytes))));
-    else if (t.outcome) results.push_back({v, *t.outcome, 0.0});
-    else a.not_applicable.emplace_back(v, t.error);
-  };
-  for (std::size_t i = 0; i < nodes_end; ++i) keep(variants[i], trials[i]);
-
-  // The scaling curve: the baseline's own count and every other count that ran.
-  std::vector<ScalingPoint> curve;
-  if (!counts.empty()) curve.push_back({b.nodes, a.baseline});
-  for (std::size_t i = fixed; i < nodes_end; ++i)
-    if (trials[i].outcome) curve.push_back({variant_nodes[i - fixed], *trials[i].outcome});
-  a.scaling = summarize_scaling(std::move(curve));
-
-  // Accumulation: the first power of two that meets the rule, then bisect down to the
-  // smallest integer that does.
-  std::size_t at = nodes_end;
-  if (!acc_ladder.empty()) {
-    std::uint32_t failing = b.accumulation;
-    std::optional<std::uint32_t> passing;
-    std::optional<RankedVariant> best;
-    for (std::size_t i = 0; i < acc_ladder.size(); ++i, ++at) {
-      const Trial& t = trials[at];
-      if (!t.outcome) {
-        if (!passing) a.not_applicable.emplace_back(variants[at], t.error);
-        continue;
-      }
-      if (passing) continue;
-      if (t.outcome->under_rule()) {
-        passing = acc_ladder[i];
-        best = RankedVariant{variants[at], *t.outcome, 0.0};
-      } else {
-        failing = acc_ladder[i];
-      }
-    }
-    while (passing) {
-      const auto probe = next_accumulation_probe(failing, *passing);
-      if (!probe) break;
-      const AdviceVariant v = accumulation_variant(b, *probe);
-      const Trial t = runner.run({v.sets})[0];
-      if (t.outcome && t.outcome->under_rule()) {
-        passing = *probe;
-        best = RankedVariant{v, *t.outcome, 0.0};
-      } else {
-        failing = *probe;
-      }
-    }
-    if (best) {
-      a.accumulation_needed = passing;
-      results.push_back(*best);
-    } else {
-      a.notes.push_back(fmt::format(
-          "no accumulation up to {} micro-batches per step brings exposed communication under "
-          "{}",
-          kMaxAdviceAccumulation, percent(kCommunicationBoundShare)));
-    }
-  }
-
-  // Top-K: the largest keep-ratio (least compression) that meets the rule, refined between
-  // the ladder's last failing and first passing ratios.
-  if (!topk.empty()) {
-    double failing = 1.0;
-    std::optional<RankedVariant> best;
-    for (std::size_t i = 0; i < topk.size(); ++i, ++at) {
-      const Trial& t = trials[at];
-      if (best) continue;
-      if (!t.outcome) {
-        a.not_applicable.emplace_back(variants[at], t.error);
-        continue;
-      }
-      if (t.outcome->under_rule()) {
-        a.topk_ratio_needed = topk[i];
-        best = RankedVariant{variants[at], *t.outcome, 0.0};
-      } else {
-        failing = topk[i];
-      }
-    }
-    while (best) {
-      const auto probe = next_topk_probe(failing, *a.topk_ratio_needed);
-      if (!probe) break;
-      const AdviceVariant v = topk_variant(b, *probe);
-      const Trial t = runner.run({v.sets})[0];
-      if (t.outcome && t.outcome->under_rule()) {
-        a.topk_ratio_needed = *probe;
-        best = RankedVariant{v, *t.outcome, 0.0};
-      } else {
-        failing = *probe;
-      }
-    }
-    if (best) {
-      if (best->outcome.wire_bytes_per_sync > 0.0)
-        a.compression_ratio_needed =
-            best->outcome.grad_bytes_per_sync / best->outcome.wire_bytes_per_sync;
-      results.push_back(*best);
-    } else {
-      a.notes.push_back(fmt::format(
-          "no Top-K keep-ratio down to {} brings exposed communication under {}",
-          fmt::format("{:g} %", topk.back() * 100.0), percent(kCommunicationBoundShare)));
-    }
-  }
-
-  if (!b.cluster_template)
-    a.notes.push_back("the topology is an explicit graph: server count, NICs and network "
-                      "what-ifs need a cluster template (edit the graph to try them)");
-  // Networks: the baseline's and every one simulated; slower ones only answer "which cheaper
-  // network still meets the rule", they are not ranked.
-  if (b.network_fabric && std::any_of(results.begin(), results.end(), [](const RankedVariant& r) {
-        return r.variant.kind == AdviceKind::Fabric;
-      })) {
-    a.networks.push_back({network_label(*b.network_fabric, b.nic_bandwidth), *b.network_fabric,
-                          b.nic_bandwidth.bytes_per_second() * 8.0 / 1e9, true, a.baseline, {}});
-    for (const RankedVariant& r : results)
-      if (r.variant.kind == AdviceKind::Fabric && r.variant.network_fabric)
-        a.networks.push_back({network_label(*r.variant.network_fabric,
-                                            BytesPerSecond(r.variant.network_gbps * 1e9 / 8.0)),
-                              *r.variant.network_fabric, r.variant.network_gbps, false, r.outcome,
-                              r.variant.sets});
-    a.cheapest_network = cheapest_network_meeting_rule(a.networks);
-  }
-  results.erase(std::remove_if(results.begin(), results.end(),
-                               [](const RankedVariant& r) { return r.variant.slower_network; }),
-                results.end());
-  a.no_better = drop_dominated_networks(results, a.baseline.samples_per_s);
-  a.unchanged = drop_unchanged_algorithms(results, b, a.baseline.step_time_s);
-  a.ranked = rank_variants(a.baseline, std::move(results),
-                           o.rank == "cost" ? AdviceRanking::CostPerSample
-                                            : AdviceRanking::SamplesPerSecond);
-  return a;
 }
 
 void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Advice& a,
@@ -629,7 +432,19 @@ void advise_run(const AdviseCliOptions& o) {
   const unsigned jobs = o.jobs == 0 ? sweep::available_cpus() : o.jobs;
   const auto start = Clock::now();
   TrialRunner runner(o, jobs, sweep::parse_worker_limit(o.timeout));
-  const Advice a = advise(o, b, runner);
+  AdviseOptions options;
+  options.max_nodes = o.max_nodes;
+  options.ranking = o.rank == "cost" ? AdviceRanking::CostPerSample : AdviceRanking::SamplesPerSecond;
+  Advice a;
+  try {
+    a = advise(b, options, [&](const std::vector<std::vector<std::string>>& batch) {
+      return runner.run(batch);
+    });
+  } catch (const AdviceBaselineError& e) {  // `run` reported it on one line
+    runner.close();
+    std::cerr << e.what() << '\n';
+    throw ExitStatus{2};
+  }
   runner.close();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   if (o.json) {
