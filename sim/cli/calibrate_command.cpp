@@ -17,12 +17,9 @@
 // Every candidate is simulated by `gradsync bench` in a child process (/proc/self/exe): SimGrid
 // runs one simulation per process. With -o it writes the template with the fitted keys and
 // comments saying where they came from.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -38,6 +35,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
 #include "gradsync/calibrate.hpp"
 #include "gradsync/calibration_fit.hpp"
@@ -48,7 +46,6 @@
 #include "gradsync/nccl_tests_compare.hpp"
 #include "gradsync/units.hpp"
 
-extern char** environ;
 
 namespace gradsync::cli {
 namespace {
@@ -75,39 +72,14 @@ std::string read_file(const std::string& path, const std::string& option) {
   return read_input_file(path, "calibrate", option);
 }
 
-// Runs argv, returns (exit status, stdout); stderr is kept in `err`.
+// Runs `gradsync ARGS...` (this executable) to completion; returns its exit status (128 +
+// the signal when one killed it), its stdout in `out` and stderr in `err`.
 int run_child(const std::vector<std::string>& args, std::string& out, std::string& err) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&fa, out_pipe[0]);
-  posix_spawn_file_actions_addclose(&fa, err_pipe[0]);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (rc != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    throw std::runtime_error("cannot start gradsync bench: " + std::string(std::strerror(rc)));
-  }
-  // stderr is small (one error line); read stdout first, then stderr.
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(out_pipe[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  while ((n = read(err_pipe[0], buf, sizeof buf)) > 0) err.append(buf, static_cast<std::size_t>(n));
-  close(out_pipe[0]);
-  close(err_pipe[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  sweep::WorkerResult w = sweep::run_process("/proc/self/exe", "gradsync", args,
+                                             std::chrono::hours(24));
+  out = std::move(w.out);
+  err = std::move(w.err);
+  return w.signal != 0 ? 128 + w.signal : w.exit_code;
 }
 
 // A parameter's value as the YAML file writes it, and as the report shows it.
@@ -199,7 +171,7 @@ class Calibrator {
     }
     std::map<long long, double> result;
     for (const auto& g : groups) {
-      std::vector<std::string> args{"gradsync", "bench", file.string(), "--json", "--algo", o_.algo,
+      std::vector<std::string> args{"bench", file.string(), "--json", "--algo", o_.algo,
                                     "--gpus", std::to_string(ranks_),
                                     "--min", fmt::format("{:.0f}B", g.front()),
                                     "--max", fmt::format("{:.0f}B", g.back())};

@@ -8,13 +8,14 @@
 //       inline JS (it reads fine without JS);
 //   (d) cost per sample, when the metrics carry cost (cost_per_sample, or cost_per_hour with
 //       samples_per_s); otherwise the section says so.
-// Charts are SVG drawn by gnuplot (its svg terminal) run as a subprocess on temp files, and
-// inlined with gnuplot's XML prolog stripped. GRADSYNC_GNUPLOT overrides the gnuplot program.
+// Charts are SVG drawn by gnuplot (its svg terminal) run on a temp script as a subprocess
+// (sweep::run_process), and inlined with gnuplot's XML prolog stripped. GRADSYNC_GNUPLOT overrides the gnuplot program.
 //
 // Exit codes: 0 written (without gnuplot: the table only, with a warning); 2 bad input (DIR
 // holds no results); 1 gnuplot failing, a file that cannot be written.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -30,14 +31,13 @@
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "../sweep/sweep_results.hpp"
+#include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
 #include "gradsync/config_error.hpp"
 
@@ -128,45 +128,24 @@ std::optional<std::string> find_gnuplot(std::string& why) {
   return std::nullopt;
 }
 
-// Runs `gnuplot script` with stdout into `svg`; returns the SVG element (prolog stripped).
-std::string run_gnuplot(const std::string& gnuplot, const fs::path& script, const fs::path& svg,
-                        const fs::path& errors) {
-  const pid_t pid = ::fork();
-  if (pid < 0)
-    throw EnvironmentError("gradsync report", fmt::format("cannot fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    const int out = ::open(svg.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int err = ::open(errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) ::_exit(126);
-    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (in >= 0) ::dup2(in, 0);
-    ::execl(gnuplot.c_str(), gnuplot.c_str(), script.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream b;
-    b << in.rdbuf();
-    return b.str();
-  };
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string msg = slurp(errors);
+// Runs `gnuplot script`; returns the SVG element it prints (prolog stripped).
+std::string run_gnuplot(const std::string& gnuplot, const fs::path& script) {
+  const sweep::WorkerResult w =
+      sweep::run_process(gnuplot, "gnuplot", {script.string()}, std::chrono::minutes(10));
+  if (w.exit_code != 0) {
+    std::string msg = w.err;
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     if (msg.size() > 300) msg.resize(300);
     throw EnvironmentError("gradsync report",
-                           WIFEXITED(status) && WEXITSTATUS(status) == 127
+                           w.exit_code == 127
                                ? fmt::format("gnuplot not found: cannot run {}", gnuplot)
                                : fmt::format("gnuplot failed on {}: {}", script.string(), msg));
   }
-  std::string text = slurp(svg);
-  const std::size_t start = text.find("<svg");
+  const std::size_t start = w.out.find("<svg");
   if (start == std::string::npos)
     throw EnvironmentError("gradsync report",
                            fmt::format("gnuplot wrote no SVG for {}", script.string()));
-  return text.substr(start);
+  return w.out.substr(start);
 }
 
 class TempDir {
@@ -288,7 +267,7 @@ std::string scaling_chart(const std::string& gnuplot, const fs::path& tmp,
   }
   gp += "\n";
   write_text(tmp / "scaling.gp", gp);
-  return run_gnuplot(gnuplot, tmp / "scaling.gp", tmp / "scaling.svg", tmp / "scaling.err");
+  return run_gnuplot(gnuplot, tmp / "scaling.gp");
 }
 
 std::string breakdown_chart(const std::string& gnuplot, const fs::path& tmp,
@@ -318,7 +297,7 @@ std::string breakdown_chart(const std::string& gnuplot, const fs::path& tmp,
       "'{0}' using 0:4 with points pt 9 ps 1.2 lc rgb '#222222' title 'all comm (overlapped + exposed)'\n",
       f);
   write_text(tmp / "breakdown.gp", gp);
-  return run_gnuplot(gnuplot, tmp / "breakdown.gp", tmp / "breakdown.svg", tmp / "breakdown.err");
+  return run_gnuplot(gnuplot, tmp / "breakdown.gp");
 }
 
 // Cost per sample of a point: cost_per_sample, or cost_per_hour / (samples_per_s * 3600).
@@ -351,7 +330,7 @@ std::string cost_chart(const std::string& gnuplot, const fs::path& tmp,
   gp += fmt::format("plot '{}' using 2:xtic(1) lc rgb '#54a24b'\n",
                     gp_text((tmp / "cost.dat").string()));
   write_text(tmp / "cost.gp", gp);
-  return run_gnuplot(gnuplot, tmp / "cost.gp", tmp / "cost.svg", tmp / "cost.err");
+  return run_gnuplot(gnuplot, tmp / "cost.gp");
 }
 
 constexpr const char* kStyle = R"(<style>

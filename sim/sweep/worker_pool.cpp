@@ -114,7 +114,7 @@ void WorkerPool::start(std::size_t tag, const std::string& name,
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   const char* program = program_.c_str();
-  static const char kExecFailed[] = "gradsync sweep: cannot execute the worker\n";
+  static const char kExecFailed[] = "gradsync: cannot execute the program\n";
 
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) throw_errno("pipe");
@@ -240,6 +240,16 @@ void WorkerPool::kill_all() {
     }
   }
   workers_.clear();
+}
+
+WorkerResult run_process(const std::string& program, const std::string& name,
+                         const std::vector<std::string>& args, std::chrono::milliseconds limit) {
+  WorkerPool pool(program, limit);
+  pool.start(0, name, args);
+  while (true) {
+    std::vector<WorkerResult> done = pool.collect(std::chrono::milliseconds(1000));
+    if (!done.empty()) return std::move(done.front());
+  }
 }
 
 }  // namespace gradsync::sweep

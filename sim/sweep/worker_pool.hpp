@@ -2,6 +2,7 @@
 // (SimGrid allows one simulation per process: s4u::Engine is a singleton). Their stdout and stderr are captured
 // through pipes, each has a wall-clock limit, and they die with the sweep (Linux
 // PR_SET_PDEATHSIG): a sweep killed with SIGKILL leaves no simulation running behind it.
+// A program that cannot be executed exits 127 with one line on stderr.
 // Part of the CLI (POSIX processes); the library never forks.
 #pragma once
 
@@ -42,6 +43,14 @@ struct WorkerResult {
 // it exited 0. Sweep records and advise lines use the same words.
 [[nodiscard]] std::optional<std::string> worker_failure(const WorkerResult& w,
                                                         std::chrono::milliseconds limit);
+
+// Runs `program args...` (argv[0] is `name`) to completion as one worker — stdout and stderr
+// captured, stdin /dev/null, killed after `limit`, dying with this process — and returns how it
+// ended. The one way gradsync starts another program: sweep and advise workers, calibrate's
+// candidate benches, report's gnuplot.
+[[nodiscard]] WorkerResult run_process(const std::string& program, const std::string& name,
+                                       const std::vector<std::string>& args,
+                                       std::chrono::milliseconds limit);
 
 class WorkerPool {
  public:
