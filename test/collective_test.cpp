@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gradsync/collective.hpp"
+#include "gradsync/scenario.hpp"
 #include "gradsync/units.hpp"
 
 using namespace gradsync;
@@ -1213,4 +1214,27 @@ TEST_CASE("nvlstree pipeline: two steps per NCCL loop of channels x heads x chun
   CHECK(steps(100 * MiB, 4) == 26);           // ceil(12.5) loops
   CHECK_THROWS_AS((void)gradsync::nvls_tree_pipeline_steps(gradsync::Bytes(MiB), 0, 8, 2, 1024),
                   std::invalid_argument);
+}
+
+TEST_CASE("algorithm registry: every algorithm once, names round-trip, auto's contenders") {
+  std::set<std::string> names;
+  for (const AlgorithmInfo& a : algorithm_registry()) {
+    CHECK(names.insert(std::string(a.name)).second);
+    CHECK(to_string(a.algorithm) == a.name);
+    CHECK(algorithm_from_string(a.name) == a.algorithm);
+    CHECK(&algorithm_info(a.algorithm) == &a);
+  }
+  CHECK(names.size() == algorithm_registry().size());
+  CHECK_FALSE(algorithm_from_string("auto"));
+  // A scenario's sync.algorithm names every contender (not ps: a strategy) and auto.
+  for (const AlgorithmInfo& a : algorithm_registry())
+    CHECK(sync_algorithm_from_string(a.name).has_value() == (a.in_auto != AutoUse::Never));
+  CHECK(algorithm_names([](const AlgorithmInfo& a) { return a.nccl; }) ==
+        std::vector<std::string>{"ring", "tree", "nvls", "nvlstree"});
+  using V = std::vector<Algorithm>;
+  CHECK(auto_candidates(CollectiveOp::AllReduce, 32, 8, true) == V{Algorithm::Ring, Algorithm::Tree});
+  CHECK(auto_candidates(CollectiveOp::AllReduce, 32, 8, false) ==
+        V{Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical});
+  CHECK(auto_candidates(CollectiveOp::AllReduce, 8, 8, false) == V{Algorithm::Ring, Algorithm::Tree});
+  CHECK(auto_candidates(CollectiveOp::AllGather, 32, 8, false) == V{Algorithm::Ring});
 }

@@ -32,6 +32,34 @@ enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree
 [[nodiscard]] std::string_view to_string(CollectiveOp op);
 [[nodiscard]] std::string_view to_string(Algorithm algorithm);
 
+// The algorithm registry: every Algorithm once, with its name and what it needs. Names
+// (to_string, algorithm_from_string), the CLI's choices, the names a topology's nccl.tuner may
+// give and the candidates of `auto` (auto_candidates) all read it. A new algorithm is a row
+// here, its planner (sim/collective/) and its case in plan_request (plan_collective.cpp).
+enum class AutoUse : std::uint8_t {
+  Always,        // auto tries it for every op it plans
+  WithoutNccl,   // only under software: none, across servers of several GPUs (NCCL lacks it)
+  InSwitch,      // where the GPUs' switches can reduce (NVLS family: the callers decide)
+  Never,         // an explicit choice only (parameter servers are a strategy, not a contender)
+};
+struct AlgorithmInfo {
+  Algorithm algorithm;
+  std::string_view name;
+  bool nccl;            // one of NCCL's algorithms: a row of its tuner, nameable in nccl.tuner
+  bool allreduce_only;  // plans AllReduce and nothing else
+  AutoUse in_auto;
+};
+[[nodiscard]] std::span<const AlgorithmInfo> algorithm_registry();
+[[nodiscard]] const AlgorithmInfo& algorithm_info(Algorithm algorithm);
+// The registry's names, in its order, of the algorithms `keep` accepts (all by default).
+[[nodiscard]] std::vector<std::string> algorithm_names(
+    bool (*keep)(const AlgorithmInfo&) = nullptr);
+// What `auto` simulates for `op` over `ranks` ranks, `ranks_per_node` per server, besides the
+// in-switch algorithms its caller adds where they can run: Ring; Tree for AllReduce; and,
+// without NCCL's software model, Hierarchical across servers of several GPUs.
+[[nodiscard]] std::vector<Algorithm> auto_candidates(CollectiveOp op, std::uint32_t ranks,
+                                                     std::uint32_t ranks_per_node, bool nccl);
+
 using TransferId = std::uint32_t;
 inline constexpr TransferId kNoTransfer = UINT32_MAX;
 inline constexpr std::uint32_t kNoRank = UINT32_MAX;

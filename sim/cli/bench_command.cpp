@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -67,6 +68,13 @@ struct BenchOptions {
 };
 
 constexpr double kFloatBytes = 4.0;  // nccl-tests' default type: float
+
+// --algo's choices: every algorithm of the registry (collective.hpp), and auto.
+std::vector<std::string> bench_algorithm_choices() {
+  std::vector<std::string> choices = algorithm_names();
+  choices.emplace_back("auto");
+  return choices;
+}
 
 SourceMark cli_mark(const std::string& option) { return SourceMark{"gradsync bench " + option, 0, 0}; }
 
@@ -234,14 +242,9 @@ void run_bench(const BenchOptions& o) {
 
   std::vector<Algorithm> candidates;
   if (o.algo == "auto") {
-    candidates.push_back(Algorithm::Ring);
-    if (*op == CollectiveOp::AllReduce) {
-      candidates.push_back(Algorithm::Tree);
-      // Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS, NVLSTree):
-      // NCCL has no 2-D hierarchical AllReduce, which stays an explicit what-if there.
-      if (ppn > 1 && n / ppn > 1 && topo.software() != SoftwareModel::Nccl)
-        candidates.push_back(Algorithm::Hierarchical);
-    }
+    // Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS, NVLSTree):
+    // NCCL has no 2-D hierarchical AllReduce, which stays an explicit what-if there.
+    candidates = auto_candidates(*op, n, ppn, topo.software() == SoftwareModel::Nccl);
   } else {
     candidates.push_back(*algorithm_from_string(o.algo));
   }
@@ -471,11 +474,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--op", opts->op, "allreduce | reducescatter | allgather | broadcast | reduce")
       ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
   CLI::Option* algo = cmd->add_option("--algo", opts->algo,
-                  "ring | tree | hierarchical | ps | nvls | nvlstree | auto (nvls: NVLink "
-                  "SHARP in one NVSwitch domain, or in each server with InfiniBand SHARP between "
-                  "them (network.sharp); nvlstree: NVLS in each server, trees across servers; "
-                  "auto includes them where available; default ring, auto with --compare)")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "ps", "nvls", "nvlstree", "auto"}));
+                  fmt::format("{} (nvls: NVLink SHARP in one NVSwitch domain, or in each "
+                              "server with InfiniBand SHARP between them (network.sharp); "
+                              "nvlstree: NVLS in each server, trees across servers; auto "
+                              "includes them where available; default ring, auto with --compare)",
+                              fmt::join(bench_algorithm_choices(), " | ")))
+      ->check(CLI::IsMember(bench_algorithm_choices()));
   CLI::Option* min = cmd->add_option("--min,-b", opts->min, "smallest message size (default 8B)");
   CLI::Option* max = cmd->add_option("--max,-e", opts->max, "largest message size (default 1GiB)");
   CLI::Option* factor =

@@ -33,11 +33,13 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
 #include "gradsync/calibrate.hpp"
+#include "gradsync/collective.hpp"
 #include "gradsync/calibration_fit.hpp"
 #include "gradsync/config.hpp"
 #include "gradsync/config_error.hpp"
@@ -483,10 +485,14 @@ void add_calibrate_command(CLI::App& app) {
                                              "concatenated)")
       ->required();
   cmd->add_option("-o,--output", opts->output, "write the calibrated topology YAML here");
-  cmd->add_option("--algo", opts->algo, "algorithm simulated (default auto: NCCL's choice per "
-                                        "size, as the logged run): auto | ring | tree | nvls | "
-                                        "nvlstree | hierarchical")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "nvls", "nvlstree", "hierarchical"}));
+  // Every algorithm that runs an AllReduce as a contender (parameter servers are a strategy).
+  std::vector<std::string> algos = algorithm_names(
+      [](const AlgorithmInfo& a) { return a.in_auto != AutoUse::Never; });
+  algos.insert(algos.begin(), "auto");
+  cmd->add_option("--algo", opts->algo,
+                  fmt::format("algorithm simulated (default auto: NCCL's choice per size, as the "
+                              "logged run): {}", fmt::join(algos, " | ")))
+      ->check(CLI::IsMember(algos));
   cmd->add_option("--iterations", opts->iterations, "most fit iterations per stage (default 8)")
       ->check(CLI::Range(0, 40));
   cmd->add_option("--bands", opts->bands, "size bands to fit (default: all the log has): "

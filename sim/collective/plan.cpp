@@ -1,5 +1,6 @@
 // Plan bookkeeping shared by every planner: appending transfers with their dependencies,
 // per-rank byte counts, names of the enums, and the byte split all planners use.
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -21,16 +22,52 @@ std::string_view to_string(CollectiveOp op) {
   return "?";
 }
 
-std::string_view to_string(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::Ring: return "ring";
-    case Algorithm::Tree: return "tree";
-    case Algorithm::Hierarchical: return "hierarchical";
-    case Algorithm::ParameterServer: return "ps";
-    case Algorithm::Nvls: return "nvls";
-    case Algorithm::NvlsTree: return "nvlstree";
+namespace {
+
+// The registry, in Algorithm's order.
+constexpr std::array<AlgorithmInfo, 6> kAlgorithms{{
+    {Algorithm::Ring, "ring", true, false, AutoUse::Always},
+    {Algorithm::Tree, "tree", true, true, AutoUse::Always},
+    {Algorithm::Hierarchical, "hierarchical", false, true, AutoUse::WithoutNccl},
+    {Algorithm::ParameterServer, "ps", false, true, AutoUse::Never},
+    {Algorithm::Nvls, "nvls", true, true, AutoUse::InSwitch},
+    {Algorithm::NvlsTree, "nvlstree", true, true, AutoUse::InSwitch},
+}};
+static_assert([] {
+  for (std::size_t i = 0; i < kAlgorithms.size(); ++i)
+    if (static_cast<std::size_t>(kAlgorithms[i].algorithm) != i) return false;
+  return true;
+}(), "kAlgorithms is in Algorithm's order");
+
+}  // namespace
+
+std::span<const AlgorithmInfo> algorithm_registry() { return kAlgorithms; }
+
+const AlgorithmInfo& algorithm_info(Algorithm algorithm) {
+  return kAlgorithms.at(static_cast<std::size_t>(algorithm));
+}
+
+std::string_view to_string(Algorithm algorithm) { return algorithm_info(algorithm).name; }
+
+std::vector<std::string> algorithm_names(bool (*keep)(const AlgorithmInfo&)) {
+  std::vector<std::string> out;
+  for (const AlgorithmInfo& a : kAlgorithms)
+    if (keep == nullptr || keep(a)) out.emplace_back(a.name);
+  return out;
+}
+
+std::vector<Algorithm> auto_candidates(CollectiveOp op, std::uint32_t ranks,
+                                       std::uint32_t ranks_per_node, bool nccl) {
+  std::vector<Algorithm> out;
+  const bool allreduce = op == CollectiveOp::AllReduce;
+  for (const AlgorithmInfo& a : kAlgorithms) {
+    if (a.allreduce_only && !allreduce) continue;
+    if (a.in_auto == AutoUse::Always ||
+        (a.in_auto == AutoUse::WithoutNccl && !nccl && ranks_per_node > 1 &&
+         ranks > ranks_per_node))
+      out.push_back(a.algorithm);
   }
-  return "?";
+  return out;
 }
 
 std::string_view to_string(TransferKind kind) {

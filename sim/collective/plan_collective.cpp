@@ -18,9 +18,8 @@ std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
 }
 
 std::optional<Algorithm> algorithm_from_string(std::string_view text) {
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical,
-                      Algorithm::ParameterServer, Algorithm::Nvls, Algorithm::NvlsTree})
-    if (to_string(a) == text) return a;
+  for (const AlgorithmInfo& a : algorithm_registry())
+    if (a.name == text) return a.algorithm;
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "gradsync/collective.hpp"
 #include "gradsync/config.hpp"
 #include "gradsync/fabric_defaults.hpp"
 #include "gradsync/fabric_model.hpp"
@@ -204,7 +205,8 @@ CostSpec read_cost(const MapReader& parent) {
 // `nccl:` {protocols: [ll, ll128, simple], tuner: [{min_bytes, max_bytes, algorithm,
 // protocol}]} (topology.hpp NcclSettings).
 const std::vector<std::string> kNcclProtocols{"ll", "ll128", "simple"};
-const std::vector<std::string> kNcclTunerAlgorithms{"ring", "tree", "nvls", "nvlstree"};
+const std::vector<std::string> kNcclTunerAlgorithms =
+    algorithm_names([](const AlgorithmInfo& a) { return a.nccl; });
 
 NcclSettings read_nccl(const MapReader& top) {
   NcclSettings n;

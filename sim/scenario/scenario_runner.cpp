@@ -169,8 +169,7 @@ std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std
     case SyncAlgorithm::Nvls:
     case SyncAlgorithm::NvlsTree: return {in_switch.value_or(Algorithm::Ring)};
     case SyncAlgorithm::Auto: {
-      std::vector<Algorithm> a{Algorithm::Ring, Algorithm::Tree};
-      if (ppn > 1 && ranks > ppn && !nccl) a.push_back(Algorithm::Hierarchical);
+      std::vector<Algorithm> a = auto_candidates(op, ranks, ppn, nccl);
       if (in_switch) a.push_back(*in_switch);
       if (tree_too) a.push_back(Algorithm::NvlsTree);
       return a;
