@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gradsync/config_error.hpp"
 #include "gradsync/topology.hpp"
@@ -96,6 +97,8 @@ struct ClusterSpec {
 
 [[nodiscard]] std::string_view to_string(NetworkShape shape);
 [[nodiscard]] std::optional<NetworkShape> network_shape_from_string(std::string_view text);
+// Every shape's spelling, in declaration order.
+[[nodiscard]] std::vector<std::string> network_shape_names();
 
 // Checks the numbers make a buildable cluster (counts in range, divisibility, network present
 // when nodes > 1). Throws ConfigError at the offending group's origin.

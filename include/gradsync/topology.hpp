@@ -47,6 +47,11 @@ enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
 [[nodiscard]] std::optional<DeviceKind> device_kind_from_string(std::string_view text);
 [[nodiscard]] std::optional<Fabric> fabric_from_string(std::string_view text);
 [[nodiscard]] std::optional<SoftwareModel> software_from_string(std::string_view text);
+// Every spelling of each enum, in declaration order (the loaders' choices: they cannot drift
+// from the *_from_string tables). fabric_names(true): the network fabrics only.
+[[nodiscard]] std::vector<std::string> device_kind_names();
+[[nodiscard]] std::vector<std::string> fabric_names(bool network_only = false);
+[[nodiscard]] std::vector<std::string> software_names();
 // "volta", "ampere", "hopper", "blackwell".
 [[nodiscard]] std::string_view to_string(GpuGeneration generation);
 // GPU models and generation names, as NCCL's compute-capability rows: v100 and the Turing

@@ -41,14 +41,11 @@ const std::vector<std::string> kRouting{"static", "adaptive"};
 constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth", "latency",
                                               "efficiency", "p2p",    "nvls_efficiency"};
-const std::vector<std::string> kSoftware{"nccl", "none"};
-const std::vector<std::string> kNetworkFabrics{"infiniband", "roce", "ethernet", "efa"};
-const std::vector<std::string> kShapes{"single-switch", "leaf-spine", "fat-tree",
-                                       "rail-optimized", "direct"};
-const std::vector<std::string> kDeviceKinds{"gpu", "nvswitch", "pcie-switch", "cpu", "nic",
-                                            "switch"};
-const std::vector<std::string> kFabrics{"nvlink", "pcie", "socket", "infiniband", "roce",
-                                        "ethernet", "efa"};
+const std::vector<std::string> kSoftware = software_names();
+const std::vector<std::string> kNetworkFabrics = fabric_names(/*network_only=*/true);
+const std::vector<std::string> kShapes = network_shape_names();
+const std::vector<std::string> kDeviceKinds = device_kind_names();
+const std::vector<std::string> kFabrics = fabric_names();
 
 // NVLS's share of the GPU port's effective NVLink bandwidth (nccl_model.hpp,
 // kNvlsBandwidthFactor), when the file overrides it.

@@ -297,6 +297,12 @@ std::optional<NetworkShape> network_shape_from_string(std::string_view text) {
   return std::nullopt;
 }
 
+std::vector<std::string> network_shape_names() {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : kShapeNames) out.emplace_back(name);
+  return out;
+}
+
 void validate_cluster(const ClusterSpec& spec) {
   const NodeSpec& n = spec.node;
   require(spec.nodes >= 1 && spec.nodes <= kMaxNodes, spec.origin,

@@ -83,6 +83,15 @@ std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>&
 }
 
 template <typename Enum, std::size_t N>
+std::vector<std::string> names_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
+                                  bool (*keep)(Enum) = nullptr) {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : table)
+    if (keep == nullptr || keep(value)) out.emplace_back(name);
+  return out;
+}
+
+template <typename Enum, std::size_t N>
 std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
                              std::string_view text) {
   for (const auto& [value, name] : table)
@@ -104,6 +113,11 @@ std::optional<Fabric> fabric_from_string(std::string_view text) {
 std::optional<SoftwareModel> software_from_string(std::string_view text) {
   return value_of(kSoftwareNames, text);
 }
+std::vector<std::string> device_kind_names() { return names_of(kDeviceKindNames); }
+std::vector<std::string> fabric_names(bool network_only) {
+  return names_of(kFabricNames, network_only ? &is_network_fabric : nullptr);
+}
+std::vector<std::string> software_names() { return names_of(kSoftwareNames); }
 std::string_view to_string(GpuGeneration generation) {
   return name_of(kGenerationNames, generation);
 }
