@@ -29,7 +29,7 @@ import sys
 
 # Each loader with the files that hold its key lists and readers, read as one text.
 LOADERS = [
-    "sim/config/topology_loader.cpp",
+    "sim/config/topology_keys.hpp+sim/config/topology_readers.cpp+sim/config/topology_loader.cpp",
     "sim/config/scenario_keys.hpp+sim/config/scenario_model.cpp+sim/config/scenario_sync.cpp"
     "+sim/config/scenario_loader.cpp",
     "sim/config/sweep_loader.cpp",

@@ -24,7 +24,7 @@ inline constexpr long long kMaxSteps = 10'000;
 inline constexpr long long kMaxAccumulation = 1'000'000;
 inline constexpr long long kMaxSamples = 1'000'000'000;
 inline constexpr long long kMaxServers = 256;   // ParameterServerOptions::servers
-inline constexpr long long kMaxGpus = 262'144;  // as the topology loader
+inline constexpr long long kMaxScenarioGpus = 262'144;  // as the topology loader
 inline constexpr double kMinBucketBytes = 1024.0;
 inline constexpr double kMaxBucketBytes = 1099511627776.0;  // 1 TiB
 // A transformer preset's `params:` may differ from its formula (SwiGLU, no biases, ...), but

@@ -174,7 +174,7 @@ LoadedScenario load(const std::string& text, const std::string& file,
                                        format_size(mem)));
       sc.memory = mem;
     }
-    const auto gpus = top.opt_integer("gpus", 1, kMaxGpus);
+    const auto gpus = top.opt_integer("gpus", 1, kMaxScenarioGpus);
     if (gpus) sc.gpus = static_cast<std::uint32_t>(*gpus);
 
     // Topology overrides: the file's, then the --set ones (later ones win).

@@ -198,7 +198,7 @@ ParallelSpec read_parallel(const MapReader& top, bool data_from_set, std::vector
   if (r.has("shard_group") &&
       !(p.data != DataParallelism::Hsdp && set_aside("shard_group", "hsdp"))) {
     if (p.data != DataParallelism::Hsdp) r.fail("shard_group", "applies to data: hsdp only");
-    p.shard_group = static_cast<std::uint32_t>(r.integer("shard_group", 1, kMaxGpus));
+    p.shard_group = static_cast<std::uint32_t>(r.integer("shard_group", 1, kMaxScenarioGpus));
   }
   bool use_sharded_keys = true;
   for (const char* key : {"prefetch", "reshard_after_forward", "sync_every_micro_batch"}) {
