@@ -14,7 +14,8 @@ Keys are read statically from the sources (no build needed):
   entries are written N). Top-level keys must appear as themselves (`nodes`). Where the path is
   only known at run time (`parent.path(key)`), or a list is not used by a reader, a backticked
   name that ends in `.key` also counts.
-- sim/cli/run_command.cpp, result_json(): the top-level keys of `gradsync run --json` (exactly,
+- sim/cli/run_command.cpp, result_json() (run_json::kX constants read from run_json.hpp): the
+  top-level keys of `gradsync run --json` (exactly,
   `step_time_s`) and the keys of its nested objects written as out["x"] = {{"y", ...}}
   (`parallel.data`). Skipped with a note if result_json() cannot be found.
 
@@ -35,6 +36,7 @@ LOADERS = [
     "sim/config/sweep_loader.cpp",
 ]
 RUN_COMMAND = "sim/cli/run_command.cpp"
+RUN_JSON_KEYS = "sim/cli/run_json.hpp"  # run_json::kX constants, read as their strings
 REFERENCE = "docs/reference.md"
 
 # Readers whose label is a word for error messages rather than the dotted path of the keys.
@@ -195,6 +197,12 @@ def run_json_requirements(root):
     except OSError as e:
         print(f"note: {RUN_COMMAND}: {e}; run --json keys not checked")
         return []
+    try:
+        with open(os.path.join(root, RUN_JSON_KEYS), encoding="utf-8") as f:
+            for m in re.finditer(r'constexpr const char\* (k\w+) = "(\w+)";', f.read()):
+                text = re.sub(rf"\brun_json::{m.group(1)}\b", f'"{m.group(2)}"', text)
+    except OSError:
+        pass
     start = text.find("result_json(const")
     body = text.find("{", text.find(")", start)) if start >= 0 else -1
     if body < 0:

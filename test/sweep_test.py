@@ -242,9 +242,10 @@ def case_interrupt_resume(tmp):
     import random
     rng = random.Random(20261204)
     sweep = write(os.path.join(tmp, "s.yaml"),
-                  f"base: {SCENARIO}\ngrid:\n  topology_overrides.nodes: [1, 2, 3, 4, 5, 6]\n"
+                  f"base: {SCENARIO}\ngrid:\n  topology_overrides.nodes: [1, 2, 3, 4, 5, 6, 7, 8]\n"
                   "  sync.algorithm: [ring, tree, hierarchical]\n"
-                  "  sync.overlap: [bucketed, none, layerwise]\n")  # 54 points
+                  "  sync.overlap: [bucketed, none, layerwise]\n"
+                  "  training.steps: [1, 2]\n")  # 144 points, ~3 s with -j 2 (0.05 s each)
     out_dir = os.path.join(tmp, "out")
     points = os.path.join(out_dir, "points")
     stopped = 0
@@ -276,7 +277,7 @@ def case_interrupt_resume(tmp):
     check(rc == 0, f"final resume exit {rc}: {err}")
     records = jsonl(os.path.join(out_dir, "results.jsonl"))
     ids = [r["point"] for r in records]
-    check(len(ids) == 54 and len(set(ids)) == 54, f"every point exactly once: {len(ids)} lines, {len(set(ids))} ids")
+    check(len(ids) == 144 and len(set(ids)) == 144, f"every point exactly once: {len(ids)} lines, {len(set(ids))} ids")
     check(all(r["ok"] for r in records), "no point recorded as failed")
 
 

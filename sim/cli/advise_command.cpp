@@ -18,6 +18,7 @@
 
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
+#include "run_json.hpp"
 #include "gradsync/advise.hpp"
 #include "gradsync/advisor.hpp"
 #include "gradsync/config_error.hpp"
@@ -51,24 +52,24 @@ std::string first_line(std::string text) {
 
 AdviceOutcome outcome_of(const nlohmann::json& j) {
   AdviceOutcome o;
-  o.step_time_s = j.at("step_time_s").get<double>();
-  o.samples_per_s = j.at("samples_per_s").get<double>();
-  o.exposed_comm_s = j.at("exposed_comm_s").get<double>();
-  o.grad_bytes_per_sync = j.at("grad_bytes_per_sync").get<double>();
-  o.wire_bytes_per_sync = j.at("wire_bytes_per_sync").get<double>();
-  o.gpus = j.at("gpus").get<int>();
-  o.nodes = j.at("nodes").get<int>();
-  if (j.contains("cost_per_sample") && j["cost_per_sample"].is_number())
-    o.cost_per_sample = j["cost_per_sample"].get<double>();
-  o.verdict = j.value("verdict", "");
-  if (j.contains("fits_in_memory") && j["fits_in_memory"].is_boolean())
-    o.fits_in_memory = j["fits_in_memory"].get<bool>();
-  if (j.contains("memory_per_gpu_bytes") && j["memory_per_gpu_bytes"].is_object())
-    o.memory_per_gpu_bytes = j["memory_per_gpu_bytes"].value("total", 0.0);
-  if (j.contains("gpu_memory_bytes") && j["gpu_memory_bytes"].is_number())
-    o.gpu_memory_bytes = j["gpu_memory_bytes"].get<double>();
-  if (j.contains("bottleneck") && j["bottleneck"].is_object())
-    o.bottleneck = j["bottleneck"].value("link", "");
+  o.step_time_s = j.at(run_json::kStepTime).get<double>();
+  o.samples_per_s = j.at(run_json::kSamplesPerS).get<double>();
+  o.exposed_comm_s = j.at(run_json::kExposedComm).get<double>();
+  o.grad_bytes_per_sync = j.at(run_json::kGradBytes).get<double>();
+  o.wire_bytes_per_sync = j.at(run_json::kWireBytes).get<double>();
+  o.gpus = j.at(run_json::kGpus).get<int>();
+  o.nodes = j.at(run_json::kNodes).get<int>();
+  if (j.contains(run_json::kCostPerSample) && j[run_json::kCostPerSample].is_number())
+    o.cost_per_sample = j[run_json::kCostPerSample].get<double>();
+  o.verdict = j.value(run_json::kVerdict, "");
+  if (j.contains(run_json::kFitsInMemory) && j[run_json::kFitsInMemory].is_boolean())
+    o.fits_in_memory = j[run_json::kFitsInMemory].get<bool>();
+  if (j.contains(run_json::kMemoryPerGpu) && j[run_json::kMemoryPerGpu].is_object())
+    o.memory_per_gpu_bytes = j[run_json::kMemoryPerGpu].value(run_json::kMemoryTotal, 0.0);
+  if (j.contains(run_json::kGpuMemory) && j[run_json::kGpuMemory].is_number())
+    o.gpu_memory_bytes = j[run_json::kGpuMemory].get<double>();
+  if (j.contains(run_json::kBottleneck) && j[run_json::kBottleneck].is_object())
+    o.bottleneck = j[run_json::kBottleneck].value(run_json::kBottleneckLink, "");
   return o;
 }
 

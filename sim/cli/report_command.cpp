@@ -39,6 +39,7 @@
 #include "../sweep/sweep_results.hpp"
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
+#include "run_json.hpp"
 #include "gradsync/config_error.hpp"
 
 namespace gradsync::cli {
@@ -191,8 +192,8 @@ std::set<std::size_t> scale_keys(const std::vector<Point>& pts, std::size_t nkey
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(k));
       auto& g = groups[rest];
       for (const auto& [value, gpus] : g)
-        if (value != p.values[k] && gpus != p.num("gpus")) scales = true;
-      g[p.values[k]] = p.num("gpus");
+        if (value != p.values[k] && gpus != p.num(run_json::kGpus)) scales = true;
+      g[p.values[k]] = p.num(run_json::kGpus);
     }
     if (scales) out.insert(k);
   }
@@ -229,7 +230,7 @@ std::string scaling_chart(const std::string& gnuplot, const fs::path& tmp,
         name += " " + (dot == std::string::npos ? keys[k] : keys[k].substr(dot + 1)) + "=" +
                 p.values[k];
       }
-    series[name].emplace_back(p.num("gpus"), p.num("samples_per_s"));
+    series[name].emplace_back(p.num(run_json::kGpus), p.num(run_json::kSamplesPerS));
   }
   std::string data;
   double min_gpus = INFINITY, max_gpus = 0, per_gpu = 0;
@@ -274,8 +275,8 @@ std::string breakdown_chart(const std::string& gnuplot, const fs::path& tmp,
                             const std::vector<Point>& pts) {
   std::string data;
   for (const Point& p : pts) {
-    const double compute = p.num("compute_time_s"), comm = p.num("comm_time_s"),
-                 exposed = p.num("exposed_comm_s");
+    const double compute = p.num(run_json::kComputeTime), comm = p.num(run_json::kCommTime),
+                 exposed = p.num(run_json::kExposedComm);
     auto ms = [](double s) { return std::isnan(s) ? 0.0 : s * 1e3; };
     data += fmt::format("\"{}\" {} {} {}\n", gp_data_text(point_label(p)), ms(compute),
                         ms(exposed), ms(comm));
@@ -302,10 +303,10 @@ std::string breakdown_chart(const std::string& gnuplot, const fs::path& tmp,
 
 // Cost per sample of a point: cost_per_sample, or cost_per_hour / (samples_per_s * 3600).
 double cost_per_sample(const Point& p) {
-  const double direct = p.num("cost_per_sample");
+  const double direct = p.num(run_json::kCostPerSample);
   if (!std::isnan(direct)) return direct;
-  const double hourly = p.num("cost_per_hour");
-  const double rate = p.num("samples_per_s");
+  const double hourly = p.num(run_json::kCostPerHour);
+  const double rate = p.num(run_json::kSamplesPerS);
   if (!std::isnan(hourly) && rate > 0) return hourly / (rate * 3600.0);
   return NAN;
 }
@@ -393,7 +394,7 @@ void report(const ReportCliOptions& o) {
             [](const Point& a, const Point& b) { return a.index < b.index; });
   std::vector<Point> good;
   for (const Point& p : points)
-    if (p.ok && !std::isnan(p.num("gpus")) && !std::isnan(p.num("samples_per_s"))) good.push_back(p);
+    if (p.ok && !std::isnan(p.num(run_json::kGpus)) && !std::isnan(p.num(run_json::kSamplesPerS))) good.push_back(p);
   if (good.empty())
     fail(dir.string(), fmt::format("holds {} points but none succeeded: nothing to chart",
                                    points.size()));

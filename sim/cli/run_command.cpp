@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "run_json.hpp"
 #include "gradsync/config_error.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/scenario_runner.hpp"
@@ -58,24 +59,24 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
   nlohmann::ordered_json out = {
       {"scenario", r.scenario_name},
       {"topology", r.topology_name},
-      {"gpus", r.gpus},
-      {"nodes", r.nodes},
+      {run_json::kGpus, r.gpus},
+      {run_json::kNodes, r.nodes},
       {"data_parallel_ranks", r.ranks},
-      {"step_time_s", m.step_time.seconds()},
-      {"compute_time_s", m.compute_time.seconds()},
-      {"comm_time_s", m.comm_time.seconds()},
-      {"exposed_comm_s", m.exposed_comm.seconds()},
+      {run_json::kStepTime, m.step_time.seconds()},
+      {run_json::kComputeTime, m.compute_time.seconds()},
+      {run_json::kCommTime, m.comm_time.seconds()},
+      {run_json::kExposedComm, m.exposed_comm.seconds()},
       {"comm_compute_ratio", m.comm_compute_ratio},
       {"gpu_utilization", m.gpu_utilization},
       {"samples_per_step", m.samples_per_step},
-      {"samples_per_s", m.samples_per_s},
+      {run_json::kSamplesPerS, m.samples_per_s},
       {"scaling_efficiency", m.scaling_efficiency},
       {"scaling_efficiency_vs_one_node",
        r.scaling_vs_one_node ? nlohmann::ordered_json(*r.scaling_vs_one_node) : nullptr},
       {"one_node_samples_per_s",
        r.one_node_samples_per_s ? nlohmann::ordered_json(*r.one_node_samples_per_s) : nullptr},
-      {"grad_bytes_per_sync", r.sync_plan.grad_bytes.bytes()},
-      {"wire_bytes_per_sync", r.sync_plan.wire_bytes.bytes()},
+      {run_json::kGradBytes, r.sync_plan.grad_bytes.bytes()},
+      {run_json::kWireBytes, r.sync_plan.wire_bytes.bytes()},
       {"buckets", r.buckets.size()},
       {"algorithms", algorithms},
       {"codec_time_s", r.timeline.codec_time.seconds()},
@@ -83,8 +84,8 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
       {"staleness_updates", m.staleness_updates},
       {"steps", sc.training.steps},
       {"total_time_s", r.total_time.seconds()},
-      {"bottleneck", bottleneck},
-      {"verdict", std::string(to_string(m.verdict))},
+      {run_json::kBottleneck, bottleneck},
+      {run_json::kVerdict, std::string(to_string(m.verdict))},
       {"verdict_text", r.verdict_text},
       {"busiest_links", links},
       {"gpu_utilization_timeline", util},
@@ -99,15 +100,15 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
                      {"schedule", std::string(to_string(sc.parallel.schedule))},
                      {"order", to_string(sc.parallel.order)},
                      {"collectives", r.parallel_algorithms}};
-  out["memory_per_gpu_bytes"] = {{"params", mem.params.bytes()},
+  out[run_json::kMemoryPerGpu] = {{"params", mem.params.bytes()},
                                  {"grads", mem.grads.bytes()},
                                  {"optimizer", mem.optimizer.bytes()},
                                  {"activations", mem.activations.bytes()},
-                                 {"total", mem.total().bytes()}};
+                                 {run_json::kMemoryTotal, mem.total().bytes()}};
   out["activations_known"] = mem.activations_known;
-  out["gpu_memory_bytes"] = r.gpu_memory.bytes() > 0.0 ? nlohmann::ordered_json(r.gpu_memory.bytes())
+  out[run_json::kGpuMemory] = r.gpu_memory.bytes() > 0.0 ? nlohmann::ordered_json(r.gpu_memory.bytes())
                                                       : nlohmann::ordered_json(nullptr);
-  out["fits_in_memory"] = r.fits_in_memory ? nlohmann::ordered_json(*r.fits_in_memory)
+  out[run_json::kFitsInMemory] = r.fits_in_memory ? nlohmann::ordered_json(*r.fits_in_memory)
                                            : nlohmann::ordered_json(nullptr);
   auto kind = [](const CommKindStats& k) {
     return nlohmann::ordered_json{{"bytes_per_gpu", k.bytes_per_gpu.bytes()},
@@ -123,8 +124,8 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
   if (const auto cost = cluster_cost(loaded.topology.topology)) {
     out["cluster_cost"] = cost->total;
     out["cost_currency"] = cost->currency;
-    out["cost_per_hour"] = cost->total / kCostAmortization.seconds() * 3600.0;
-    out["cost_per_sample"] =
+    out[run_json::kCostPerHour] = cost->total / kCostAmortization.seconds() * 3600.0;
+    out[run_json::kCostPerSample] =
         m.samples_per_s > 0.0 ? cost->total / kCostAmortization.seconds() / m.samples_per_s : 0.0;
   }
   return out;

@@ -1,6 +1,7 @@
 // Sweep results on disk: crash-safe per-point files, regenerated results.jsonl/csv, the
 // manifest, CSV reading for --baseline, and the regression comparison. See sweep_results.hpp.
 #include "sweep_results.hpp"
+#include "../cli/run_json.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -531,7 +532,7 @@ Baseline load_baseline(const fs::path& path, const std::vector<std::string>& key
   };
   std::vector<std::size_t> key_columns;
   for (const std::string& k : keys) key_columns.push_back(column(k));
-  const std::size_t step = column("step_time_s");
+  const std::size_t step = column(run_json::kStepTime);
   const auto ok_it = std::find(header.begin(), header.end(), "ok");
   for (std::size_t r = 1; r < rows.size(); ++r) {
     const auto& row = rows[r];
@@ -598,12 +599,12 @@ BaselineReport compare_to_baseline(const Baseline& baseline,
     Regression reg{r.id, described, fmt::format("{}:{}", baseline.file, it->second->line),
                    *old_step, 0.0, ""};
     const Json& m = j.value("metrics", Json(nullptr));
-    if (!r.ok || !m.is_object() || !m.contains("step_time_s") || !m["step_time_s"].is_number()) {
+    if (!r.ok || !m.is_object() || !m.contains(run_json::kStepTime) || !m[run_json::kStepTime].is_number()) {
       reg.error = r.ok ? "no step_time_s in the result" : r.error;
       report.regressions.push_back(std::move(reg));
       continue;
     }
-    reg.new_step_s = m["step_time_s"].get<double>();
+    reg.new_step_s = m[run_json::kStepTime].get<double>();
     if (reg.new_step_s > reg.old_step_s * (1.0 + max_regression))
       report.regressions.push_back(std::move(reg));
   }
