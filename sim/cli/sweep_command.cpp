@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "../sweep/regression_gate.hpp"
 #include "../sweep/sweep_results.hpp"
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"

@@ -94,42 +94,15 @@ void write_manifest(const std::filesystem::path& dir, const Manifest& m);
 // nullopt when DIR/sweep.json does not exist; ConfigError when it is not a manifest.
 [[nodiscard]] std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
 
+// A file's whole text; EnvironmentError when it cannot be read.
+[[nodiscard]] std::string read_text(const std::filesystem::path& path);
+// A swept value as results.csv writes it: a string as is, null empty, others as JSON.
+[[nodiscard]] std::string scalar_text(const Json& v);
+
 // RFC 4180: fields with a comma, a quote or a line break are quoted, quotes doubled.
 [[nodiscard]] std::string csv_field(const std::string& text);
 // Rows of a CSV text; ConfigError at file:line:col for an unterminated quote.
 [[nodiscard]] std::vector<std::vector<std::string>> parse_csv(const std::string& text,
                                                               const std::string& file);
-
-// --baseline OLD.csv --max-regression 5%: points matched by their swept-key values.
-struct Regression {
-  std::string id;
-  std::string sets;        // "key=value, key=value"
-  std::string baseline;    // OLD.csv:LINE
-  double old_step_s = 0;
-  double new_step_s = 0;   // 0 when the point now fails
-  std::string error;       // the point's error when it now fails
-};
-struct BaselineReport {
-  std::vector<Regression> regressions;
-  std::size_t compared = 0;   // points with a successful baseline row and a result now
-  std::size_t unmatched = 0;  // points with no baseline row
-};
-struct Baseline {
-  std::string file;
-  struct Row {
-    int line = 0;
-    std::string step_time_s;  // as written; empty when the baseline point failed
-  };
-  std::vector<std::string> keys;
-  std::vector<std::pair<std::vector<std::string>, Row>> rows;  // key values → row
-};
-// Reads OLD.csv; ConfigError when it lacks a column of `keys` or step_time_s.
-[[nodiscard]] Baseline load_baseline(const std::filesystem::path& path,
-                                     const std::vector<std::string>& keys);
-// "5%" → 0.05; ConfigError at "--max-regression TEXT".
-[[nodiscard]] double parse_regression_limit(const std::string& text);
-[[nodiscard]] BaselineReport compare_to_baseline(const Baseline& baseline,
-                                                 const std::vector<PointRecord>& records,
-                                                 double max_regression);
 
 }  // namespace gradsync::sweep
