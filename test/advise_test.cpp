@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
+#include <cmath>
 #include <string>
 
 #include "gradsync/advise.hpp"
@@ -249,6 +251,54 @@ TEST_CASE("advise: the cheapest network meeting the 30 % rule, by line rate then
   best = cheapest_network_meeting_rule(options);
   REQUIRE(best);
   CHECK(options[*best].baseline);
+}
+
+TEST_CASE("advise: networks priced in cost.networks are priced with their parts, and chosen by price") {
+  AdviceBaseline b = two_servers_on_10gbe();
+  b.has_cost = true;
+  b.network_prices = {NetworkPrice{Fabric::Ethernet, 100, 400, 250, 60},
+                      NetworkPrice{Fabric::Roce, 100, 900, 450, 80}};
+  const auto planned = plan_advice_variants(b);
+  int priced = 0;
+  for (const AdviceVariant& v : planned) {
+    if (v.kind != AdviceKind::Fabric) continue;
+    const bool listed = (v.network_fabric == Fabric::Ethernet || v.network_fabric == Fabric::Roce) &&
+                        std::abs(v.network_gbps - 100) < 1e-9;
+    CHECK(v.same_prices == !listed);
+    if (!listed) continue;
+    ++priced;
+    const bool ethernet = v.network_fabric == Fabric::Ethernet;
+    CHECK(has_set({v}, ethernet ? "topology_overrides.cost.nic=400" : "topology_overrides.cost.nic=900"));
+    CHECK(has_set({v}, ethernet ? "topology_overrides.cost.switch_port=250"
+                                : "topology_overrides.cost.switch_port=450"));
+    CHECK(has_set({v}, ethernet ? "topology_overrides.cost.cable=60" : "topology_overrides.cost.cable=80"));
+  }
+  CHECK(priced == 2);
+  b.cost_is_quoted = true;  // a quoted total is not re-priced
+  for (const AdviceVariant& v : plan_advice_variants(b)) CHECK((v.kind != AdviceKind::Fabric || v.same_prices));
+
+  // Every network that meets the rule priced with its own parts: the lowest cluster cost wins,
+  // whatever its line rate (here RoCE 200 below 100 GbE's price); one unpriced: line rate.
+  const auto option = [](Fabric f, double gbps, double exposed, std::optional<double> cost, bool own) {
+    NetworkOption o;
+    o.fabric = f;
+    o.gbps = gbps;
+    o.own_prices = own;
+    o.outcome = outcome(100, 1.0, exposed);
+    o.outcome.cluster_cost = cost;
+    return o;
+  };
+  std::vector<NetworkOption> options{option(Fabric::InfiniBand, 400, 0.03, 9e6, true),
+                                     option(Fabric::Ethernet, 25, 0.45, 2e6, true),
+                                     option(Fabric::Ethernet, 100, 0.12, 5e6, true),
+                                     option(Fabric::Roce, 200, 0.05, 4e6, true)};
+  auto best = cheapest_network_meeting_rule(options);
+  REQUIRE(best);
+  CHECK(*best == 3);  // 25 GbE is cheapest but misses the rule
+  options[3].own_prices = false;
+  best = cheapest_network_meeting_rule(options);
+  REQUIRE(best);
+  CHECK(*best == 2);  // back to line rate: 100 GbE
 }
 
 TEST_CASE("advise: networks that gain under 1 % over a slower one are dropped") {

@@ -12,7 +12,9 @@ Cases (argv[1]):
                 auto (NCCL's tree across the NIC: 2 network steps instead of the ring's 2(n-1)
                 per byte stream) is known to be better and must show a positive gain (> 3 %),
                 ranked above turning overlap off (known worse).
-  cost          dgx-h100-4node-ib with cost: --rank cost puts the lowest cost per sample first.
+  cost          dgx-h100-4node-ib with cost: --rank cost puts the lowest cost per sample first;
+                with cost.networks, the same-speed networks are priced with their own parts
+                (equal to `run` with the same --set).
   errors        bad inputs exit 2 with one line.
 Environment: GRADSYNC (the binary), SCENARIOS (the scenarios folder).
 """
@@ -151,6 +153,24 @@ def case_cost():
     check(len(costs) >= 3, f"{len(costs)} variants priced")
     check(all(a <= b for a, b in zip(costs, costs[1:])), "ranked by cost per sample, lowest first")
     check(doc["baseline"]["cost_per_sample"] is not None, "the baseline is priced")
+    # cost.networks prices the same-speed networks with their own parts: each such variant is
+    # not marked same_prices, carries the prices in its sets, and costs what `run` says.
+    prices = ("topology_overrides.cost.networks=[{fabric: ethernet, bandwidth: 400Gbps, nic: 700, "
+              "switch_port: 300, cable: 100}, {fabric: roce, bandwidth: 400Gbps, nic: 1100, "
+              "switch_port: 500, cable: 150}]")
+    priced = advise(scenario, "--set", prices, "--max-nodes", "8")
+    same = {v["change"]: v for v in priced["variants"] if v["change"].endswith("(same line rate)")}
+    check(len(same) == 2 and all(not v["same_prices"] for v in same.values()),
+          f"same-speed networks priced with cost.networks: {[(k, v['same_prices']) for k, v in same.items()]}")
+    for change, v in same.items():
+        nic = "700" if "400 GbE" in change else "1100"
+        check(f"topology_overrides.cost.nic={nic}" in v["sets"], f"{change}: its NIC price in {v['sets']}")
+        r = run(scenario, [prices] + v["sets"])
+        check(close(v["cost_per_sample"], r["cost_per_sample"]),
+              f"{change}: cost per sample {v['cost_per_sample']} = run's {r['cost_per_sample']}")
+        unpriced = next(u for u in vs if u["change"] == change)
+        check(not close(v["cost_per_sample"], unpriced["cost_per_sample"], 1e-3),
+              f"{change}: its own prices change its cost ({v['cost_per_sample']} vs {unpriced['cost_per_sample']})")
 
 
 def case_errors():

@@ -519,3 +519,37 @@ network: {fabric: infiniband, shape: rail-optimized, link_latency: 600ns, switch
   CHECK(switches >= 8);  // a rail switch per NIC index, and the spines joining them
   CHECK(sharp == switches);
 }
+
+TEST_CASE("template: cost.networks prices other networks for advise's what-ifs") {
+  const std::string base = std::string(kFullTemplate) + "cost: {gpu: 30000, nic: 1500, switch_port: 1000, cable: 300,\n"
+                                                        "       networks: ";
+  const TopologyFile f = load_topology_text(
+      base + "[{fabric: ethernet, bandwidth: 100Gbps, nic: 400, switch_port: 250, cable: 60},\n"
+             "                  {fabric: roce, bandwidth: 400Gbps, nic: 1100, switch_port: 500, cable: 150}]}\n",
+      "priced.yaml");
+  REQUIRE(f.topology.cost().has_value());
+  const auto& n = f.topology.cost()->networks;
+  REQUIRE(n.size() == 2);
+  CHECK(n[0].fabric == Fabric::Ethernet);
+  CHECK(n[0].gbps == doctest::Approx(100.0));
+  CHECK(n[0].nic == 400.0);
+  CHECK(n[1].fabric == Fabric::Roce);
+  CHECK(n[1].cable == 150.0);
+  const auto error = [&](const std::string& networks) -> std::string {
+    try {
+      (void)load_topology_text(base + networks + "}\n", "priced.yaml");
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(error("[{fabric: nvlink, bandwidth: 100Gbps, nic: 1, switch_port: 1, cable: 1}]")
+            .find("fabric") != std::string::npos);
+  CHECK(error("[{fabric: roce, bandwidth: 100Gbps, nic: -1, switch_port: 1, cable: 1}]")
+            .find("a price must not be negative") != std::string::npos);
+  CHECK(error("[{fabric: roce, bandwidth: 100Gbps, nic: 1, switch_port: 1}]").find("cable") !=
+        std::string::npos);
+  CHECK(error("[{fabric: roce, bandwidth: 100Gbps, nic: 1, switch_port: 1, cable: 1},"
+              " {fabric: roce, bandwidth: 100Gbps, nic: 2, switch_port: 2, cable: 2}]")
+            .find("priced twice") != std::string::npos);
+}

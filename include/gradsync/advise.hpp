@@ -45,6 +45,9 @@ struct AdviceBaseline {
   std::uint32_t gpus = 1;        // GPUs the scenario uses
   bool has_cost = false;         // the topology has `cost:`
   bool cost_is_quoted = false;   // `cost: {total: ...}`: a quote that does not scale with nodes
+  // cost.networks: other networks' NIC, switch-port and cable prices; a network what-if found
+  // here is priced with them (not same_prices).
+  std::vector<NetworkPrice> network_prices;
 };
 
 enum class AdviceKind {
@@ -109,6 +112,7 @@ struct AdviceOutcome {
   int gpus = 0;
   int nodes = 0;
   std::optional<double> cost_per_sample;  // with `cost:` in the topology
+  std::optional<double> cluster_cost;     // the same: the cluster's price
   std::string verdict;                    // "compute-bound" / "communication-bound"
   std::string bottleneck;                 // busiest link, or empty
   std::optional<bool> fits_in_memory;     // unset when the GPU's memory is unknown
@@ -170,15 +174,17 @@ inline constexpr double kAdviceNetworkMargin = 0.01;
     std::vector<RankedVariant>& variants, double baseline_samples_per_s,
     double margin = kAdviceNetworkMargin);
 // The cheapest network that meets the 30 % rule among the baseline's and the simulated
-// network what-ifs: networks ordered by line rate, then Ethernet < RoCE/EFA < InfiniBand at
-// one rate (what NICs, switch ports and cables cost rises with both; the topology's `cost:`
-// prices one network only, so no price is invented for the others). Returns the index into
-// `options` of the first that meets the rule, or nothing when none does.
+// network what-ifs. When every one that meets it is priced with its own parts (the topology's
+// `cost:` for the baseline, `cost.networks` for the others: own_prices and a cluster_cost),
+// the lowest cluster cost; otherwise by line rate, then Ethernet < RoCE/EFA < InfiniBand at one
+// rate (what NICs, switch ports and cables cost rises with both: no price is invented).
+// Returns the index into `options`, or nothing when none meets the rule.
 struct NetworkOption {
   std::string label;  // "25 GbE", "InfiniBand NDR 400 Gb/s"
   Fabric fabric = Fabric::Ethernet;
   double gbps = 0.0;
   bool baseline = false;
+  bool own_prices = false;  // outcome.cluster_cost prices this network's own parts
   AdviceOutcome outcome;
   std::vector<std::string> sets;  // empty for the baseline
 };

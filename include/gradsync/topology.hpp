@@ -136,6 +136,16 @@ struct RoutingOptions {
 };
 
 // Prices for cost comparisons (`cost:`), in the currency named by `currency`.
+// What another network's parts cost (`cost.networks`): what `advise` prices its network
+// what-ifs with, instead of the topology's own NIC, switch-port and cable prices.
+struct NetworkPrice {
+  Fabric fabric = Fabric::Ethernet;
+  double gbps = 0.0;  // the NIC line rate it prices
+  double nic = 0.0;
+  double switch_port = 0.0;
+  double cable = 0.0;
+};
+
 struct CostSpec {
   std::string currency = "USD";
   double gpu = 0.0;
@@ -144,6 +154,7 @@ struct CostSpec {
   double cable = 0.0;         // per network link
   double node = 0.0;          // per server chassis without GPUs and NICs
   double total_override = 0.0;  // a quoted total; 0 = compute from the parts
+  std::vector<NetworkPrice> networks;  // other networks' prices, for what-ifs
 };
 
 // One hop-by-hop path between two devices.

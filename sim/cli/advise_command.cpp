@@ -61,6 +61,8 @@ AdviceOutcome outcome_of(const nlohmann::json& j) {
   o.nodes = j.at(run_json::kNodes).get<int>();
   if (j.contains(run_json::kCostPerSample) && j[run_json::kCostPerSample].is_number())
     o.cost_per_sample = j[run_json::kCostPerSample].get<double>();
+  if (j.contains(run_json::kClusterCost) && j[run_json::kClusterCost].is_number())
+    o.cluster_cost = j[run_json::kClusterCost].get<double>();
   o.verdict = j.value(run_json::kVerdict, "");
   if (j.contains(run_json::kFitsInMemory) && j[run_json::kFitsInMemory].is_boolean())
     o.fits_in_memory = j[run_json::kFitsInMemory].get<bool>();
@@ -173,6 +175,7 @@ AdviceBaseline baseline_of(const LoadedScenario& loaded) {
     if (c->cost) {
       b.has_cost = true;
       b.cost_is_quoted = c->cost->total_override > 0.0;
+      b.network_prices = c->cost->networks;
     }
   } else {
     b.nodes = static_cast<int>(loaded.topology.topology.node_count());
@@ -266,14 +269,20 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
   if (!a.networks.empty()) {
     if (a.cheapest_network) {
       const NetworkOption& n = a.networks[*a.cheapest_network];
+      const bool by_price = std::all_of(a.networks.begin(), a.networks.end(), [](const NetworkOption& o) {
+        return !o.outcome.under_rule() || (o.own_prices && o.outcome.cluster_cost);
+      });
       std::cout << fmt::format(
-          "  cheapest network that meets the {} rule: {}{} (step {}, exposed {}){}\n",
+          "  cheapest network that meets the {} rule: {}{} (step {}, exposed {}){}{}\n",
           percent(kCommunicationBoundShare), n.label, n.baseline ? ", the baseline's" : "",
           format_time(Seconds(n.outcome.step_time_s)), percent(n.outcome.exposed_share()),
           n.baseline || base.samples_per_s <= 0.0
               ? std::string()
               : "; " + gain_text(n.outcome.samples_per_s / base.samples_per_s - 1.0) +
-                    " samples/s");
+                    " samples/s",
+          by_price ? fmt::format("; cluster {:.0f} {} (cost.networks prices)", *n.outcome.cluster_cost,
+                                 loaded.topology.topology.cost() ? loaded.topology.topology.cost()->currency : "")
+                   : std::string());
     } else {
       const auto least = std::min_element(
           a.networks.begin(), a.networks.end(), [](const NetworkOption& x, const NetworkOption& y) {

@@ -122,7 +122,7 @@ nlohmann::ordered_json result_json(const ScenarioResult& r, const LoadedScenario
   // Cost per sample when the topology carries prices: its capital cost depreciated over
   // kCostAmortization, divided by the samples trained in that time.
   if (const auto cost = cluster_cost(loaded.topology.topology)) {
-    out["cluster_cost"] = cost->total;
+    out[run_json::kClusterCost] = cost->total;
     out["cost_currency"] = cost->currency;
     out[run_json::kCostPerHour] = cost->total / kCostAmortization.seconds() * 3600.0;
     out[run_json::kCostPerSample] =

@@ -22,6 +22,7 @@ inline constexpr const char* kMemoryPerGpu = "memory_per_gpu_bytes";  // {..., t
 inline constexpr const char* kMemoryTotal = "total";
 inline constexpr const char* kGpuMemory = "gpu_memory_bytes";
 inline constexpr const char* kFitsInMemory = "fits_in_memory";
+inline constexpr const char* kClusterCost = "cluster_cost";
 inline constexpr const char* kCostPerHour = "cost_per_hour";
 inline constexpr const char* kCostPerSample = "cost_per_sample";
 

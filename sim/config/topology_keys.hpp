@@ -27,6 +27,11 @@ inline const std::vector<std::string> kExplicitKeys{"name",      "software", "gp
                                              "links",     "cost",     "roce",      "routing",
                                              "qps",       "ecmp_seed", "tcp",
                                              "nvls_efficiency", "nccl"};
+inline const std::vector<std::string> kCostKeys{"currency", "gpu",   "nic",   "switch_port",
+                                               "cable",    "node",  "total", "networks"};
+// cost.networks entries: another network's NIC, switch-port and cable prices.
+inline const std::vector<std::string> kCostNetworkKeys{"fabric", "bandwidth", "nic",
+                                                       "switch_port", "cable"};
 inline const std::vector<std::string> kRouting{"static", "adaptive"};
 inline constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 inline const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth", "latency",

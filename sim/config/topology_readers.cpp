@@ -1,6 +1,7 @@
 // Readers shared by both topology forms (topology_readers.hpp).
 #include "topology_readers.hpp"
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -148,8 +149,7 @@ RoutingOptions read_routing(const MapReader& r) {
 }
 
 CostSpec read_cost(const MapReader& parent) {
-  MapReader r(parent.node("cost"), parent.file(), "cost",
-              {"currency", "gpu", "nic", "switch_port", "cable", "node", "total"});
+  MapReader r(parent.node("cost"), parent.file(), "cost", kCostKeys);
   CostSpec c;
   c.currency = r.opt_string("currency").value_or("USD");
   auto price = [&](const std::string& key) {
@@ -163,6 +163,24 @@ CostSpec read_cost(const MapReader& parent) {
   c.cable = price("cable");
   c.node = price("node");
   c.total_override = price("total");
+  if (r.has("networks")) {
+    std::size_t i = 0;
+    for (const YAML::Node& item : config::sequence_of(r.node("networks"), r.file(), "cost.networks")) {
+      MapReader n(item, r.file(), fmt::format("cost.networks.{}", i++), kCostNetworkKeys);
+      NetworkPrice p;
+      p.fabric = *fabric_from_string(n.choice("fabric", kNetworkFabrics));
+      p.gbps = link_rate(n, "bandwidth").bytes_per_second() * 8.0 / 1e9;
+      for (const auto& [key, into] : {std::pair{"nic", &p.nic}, std::pair{"switch_port", &p.switch_port},
+                                      std::pair{"cable", &p.cable}}) {
+        *into = n.number(key);
+        if (*into < 0.0) n.fail(key, "a price must not be negative");
+      }
+      for (const NetworkPrice& q : c.networks)
+        if (q.fabric == p.fabric && std::abs(q.gbps - p.gbps) < 1e-6)
+          n.fail("bandwidth", "this network is priced twice in cost.networks");
+      c.networks.push_back(p);
+    }
+  }
   return c;
 }
 

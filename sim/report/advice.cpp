@@ -116,7 +116,17 @@ std::string network_label(Fabric fabric, BytesPerSecond rate) {
 }
 
 std::optional<std::size_t> cheapest_network_meeting_rule(const std::vector<NetworkOption>& options) {
+  bool all_priced = true;
+  for (const NetworkOption& o : options)
+    if (o.outcome.under_rule() && !(o.own_prices && o.outcome.cluster_cost)) all_priced = false;
   std::optional<std::size_t> best;
+  if (all_priced) {
+    for (std::size_t i = 0; i < options.size(); ++i)
+      if (options[i].outcome.under_rule() &&
+          (!best || *options[i].outcome.cluster_cost < *options[*best].outcome.cluster_cost))
+        best = i;
+    return best;
+  }
   for (std::size_t i = 0; i < options.size(); ++i) {
     const NetworkOption& o = options[i];
     if (!o.outcome.under_rule()) continue;
@@ -160,7 +170,16 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
                 // The new fabric's own default efficiency, not the old fabric's override.
                 fmt::format("topology_overrides.network.efficiency={:g}",
                             default_efficiency(c.fabric))};
+      // Priced with this network's parts when cost.networks has them (a quoted total
+      // stays as quoted), else with the topology's own prices (marked).
       v.same_prices = true;
+      for (const NetworkPrice& p : b.network_prices)
+        if (p.fabric == c.fabric && std::abs(p.gbps - c.gbps) <= 1e-6 && !b.cost_is_quoted) {
+          v.sets.push_back(fmt::format("topology_overrides.cost.nic={:.17g}", p.nic));
+          v.sets.push_back(fmt::format("topology_overrides.cost.switch_port={:.17g}", p.switch_port));
+          v.sets.push_back(fmt::format("topology_overrides.cost.cable={:.17g}", p.cable));
+          v.same_prices = false;
+        }
       out.push_back(std::move(v));
     }
   }

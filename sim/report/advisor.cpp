@@ -150,13 +150,14 @@ Advice advise(const AdviceBaseline& b, const AdviseOptions& o, const AdviceRunne
         return r.variant.kind == AdviceKind::Fabric;
       })) {
     a.networks.push_back({network_label(*b.network_fabric, b.nic_bandwidth), *b.network_fabric,
-                          b.nic_bandwidth.bytes_per_second() * 8.0 / 1e9, true, a.baseline, {}});
+                          b.nic_bandwidth.bytes_per_second() * 8.0 / 1e9, true,
+                          b.has_cost && !b.cost_is_quoted, a.baseline, {}});
     for (const RankedVariant& r : results)
       if (r.variant.kind == AdviceKind::Fabric && r.variant.network_fabric)
         a.networks.push_back({network_label(*r.variant.network_fabric,
                                             BytesPerSecond(r.variant.network_gbps * 1e9 / 8.0)),
-                              *r.variant.network_fabric, r.variant.network_gbps, false, r.outcome,
-                              r.variant.sets});
+                              *r.variant.network_fabric, r.variant.network_gbps, false,
+                              !r.variant.same_prices, r.outcome, r.variant.sets});
     a.cheapest_network = cheapest_network_meeting_rule(a.networks);
   }
   results.erase(std::remove_if(results.begin(), results.end(),
