@@ -555,3 +555,31 @@ TEST_CASE("memory budget: estimates under the budget pass, over it name both fig
     CHECK(what.find(": less") != std::string::npos);
   }
 }
+
+TEST_CASE("memory budget: the cgroups whose limits apply, innermost first") {
+  using namespace gradsync;
+  // cgroup v2, a Slurm step below its job: the step, the job, ..., the root.
+  const auto v2 = cgroup_memory_dirs("0::/system.slice/slurmstepd.scope/job_7/step_0\n");
+  REQUIRE(v2.size() == 5);
+  CHECK(v2[0].path == "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/step_0");
+  CHECK(v2[1].path == "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7");
+  CHECK(v2[4].path == "/sys/fs/cgroup");
+  CHECK(v2[0].v2);
+  // A container that sees its group as the root.
+  const auto root = cgroup_memory_dirs("0::/\n");
+  REQUIRE(root.size() == 1);
+  CHECK(root[0].path == "/sys/fs/cgroup");
+  // cgroup v1: the memory controller's line (joined controllers too).
+  const auto v1 = cgroup_memory_dirs("5:devices:/\n4:cpu,memory:/docker/abc\n1:cpuacct:/\n");
+  REQUIRE(v1.size() == 3);
+  CHECK(v1[0].path == "/sys/fs/cgroup/memory/docker/abc");
+  CHECK(v1[2].path == "/sys/fs/cgroup/memory");
+  CHECK_FALSE(v1[0].v2);
+  // A hybrid host (memory on v1, the unified "0::" line too): v1's group.
+  const auto hybrid = cgroup_memory_dirs("4:memory:/process_api/d47\n0::/\n");
+  REQUIRE(hybrid.size() == 3);
+  CHECK(hybrid[0].path == "/sys/fs/cgroup/memory/process_api/d47");
+  CHECK_FALSE(hybrid[0].v2);
+  CHECK(cgroup_memory_dirs("").empty());
+  CHECK(cgroup_memory_dirs("3:cpu:/x\n").empty());
+}

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gradsync {
 
@@ -41,7 +42,8 @@ struct MemoryBudget {
 };
 
 // The smallest of: GRADSYNC_MEMORY_LIMIT (a size such as "8GB", less this process's resident
-// memory), the cgroup's memory.max less memory.current (Slurm jobs, containers), the address
+// memory), each memory cgroup's limit less its usage, from this process's group up to the root
+// (cgroup_memory_dirs: containers, Slurm jobs), the address
 // space limit (ulimit -v) less this process's virtual size, and the kernel's MemAvailable.
 // nullopt when none can be read (then nothing is refused). A malformed GRADSYNC_MEMORY_LIMIT
 // is bad input: ConfigError "GRADSYNC_MEMORY_LIMIT: error: ...".
@@ -60,5 +62,13 @@ void require_memory(double bytes, std::string_view what, std::string_view advice
 [[nodiscard]] std::optional<std::uint64_t> cgroup_bytes(std::string_view value);
 [[nodiscard]] std::optional<std::uint64_t> status_kib_field(std::string_view status,
                                                             std::string_view field);
+// The memory cgroup folders whose limits apply to this process, from /proc/self/cgroup: its
+// own (the v2 "0::/path" line, else v1's "N:memory:/path") and every one above it up to the
+// hierarchy's root, innermost first; empty when neither is there.
+struct CgroupDir {
+  std::string path;  // e.g. /sys/fs/cgroup/system.slice/job_7
+  bool v2 = true;    // memory.max / memory.current; v1: memory.limit_in_bytes / usage_in_bytes
+};
+[[nodiscard]] std::vector<CgroupDir> cgroup_memory_dirs(std::string_view proc_self_cgroup);
 
 }  // namespace gradsync

@@ -64,7 +64,8 @@ std::uint64_t left_of(std::uint64_t limit, std::optional<std::uint64_t> used) {
 std::string megabytes(double bytes) {
   if (bytes >= 10e9) return fmt::format("{:.0f} GB", bytes / 1e9);
   if (bytes >= 1e9) return fmt::format("{:.1f} GB", bytes / 1e9);
-  return fmt::format("{:.0f} MB", bytes / 1e6);
+  if (bytes >= 10e6) return fmt::format("{:.0f} MB", bytes / 1e6);
+  return fmt::format("{:.1f} MB", bytes / 1e6);
 }
 
 }  // namespace
@@ -79,6 +80,45 @@ std::optional<std::uint64_t> cgroup_bytes(std::string_view value) {
   while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
   if (value == "max") return std::nullopt;
   return leading_number(value);
+}
+
+std::vector<CgroupDir> cgroup_memory_dirs(std::string_view proc_self_cgroup) {
+  std::optional<CgroupDir> leaf;
+  std::size_t at = 0;
+  while (at < proc_self_cgroup.size()) {
+    const std::size_t end = std::min(proc_self_cgroup.find('\n', at), proc_self_cgroup.size());
+    const std::string_view line = proc_self_cgroup.substr(at, end - at);
+    at = end + 1;
+    const std::size_t first = line.find(':');
+    const std::size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    const std::string_view controllers = line.substr(first + 1, second - first - 1);
+    std::string path(line.substr(second + 1));
+    if (path.empty() || path.front() != '/') continue;
+    if (path == "/") path.clear();
+    if (line.substr(0, first) == "0" && controllers.empty()) {  // v2: "0::/path"
+      if (!leaf) leaf = CgroupDir{"/sys/fs/cgroup" + path, true};
+    } else if (!leaf || leaf->v2) {  // v1: "N:memory:/path" (controllers may be joined by commas);
+                                     // a hybrid host keeps memory on v1: it wins over "0::"
+      std::size_t c = 0;
+      while (c <= controllers.size()) {
+        const std::size_t comma = std::min(controllers.find(',', c), controllers.size());
+        if (controllers.substr(c, comma - c) == "memory") {
+          leaf = CgroupDir{"/sys/fs/cgroup/memory" + path, false};
+          break;
+        }
+        c = comma + 1;
+      }
+    }
+  }
+  std::vector<CgroupDir> out;
+  if (!leaf) return out;
+  const std::string root = leaf->v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+  for (std::string dir = leaf->path;; dir.erase(dir.rfind('/'))) {
+    out.push_back(CgroupDir{dir, leaf->v2});
+    if (dir.size() <= root.size()) break;
+  }
+  return out;
 }
 
 std::optional<std::uint64_t> status_kib_field(std::string_view status, std::string_view field) {
@@ -100,15 +140,15 @@ std::optional<MemoryBudget> memory_budget() {
     keep_smaller(budget, left_of(static_cast<std::uint64_t>(bytes), status_kib_field(status, "VmRSS")),
                  fmt::format("GRADSYNC_MEMORY_LIMIT={}", limit));
   }
-  // cgroup v2 (the unified hierarchy): this process's group is /sys/fs/cgroup when it is the
-  // namespace root, as in containers and Slurm's cgroup/v2 plugin with a private namespace.
-  if (const auto max = cgroup_bytes(read_small_file("/sys/fs/cgroup/memory.max")))
-    keep_smaller(budget, left_of(*max, cgroup_bytes(read_small_file("/sys/fs/cgroup/memory.current"))),
-                 "the cgroup's memory.max");
-  else if (const auto v1 = cgroup_bytes(read_small_file("/sys/fs/cgroup/memory/memory.limit_in_bytes")))
-    keep_smaller(budget,
-                 left_of(*v1, cgroup_bytes(read_small_file("/sys/fs/cgroup/memory/memory.usage_in_bytes"))),
-                 "the cgroup's memory.limit_in_bytes");
+  // This process's memory cgroup and every group above it (a Slurm job's limit sits on
+  // job_N above the step's group; a container sees its own group as the root).
+  for (const CgroupDir& dir : cgroup_memory_dirs(read_small_file("/proc/self/cgroup"))) {
+    const std::string limit_file = dir.path + (dir.v2 ? "/memory.max" : "/memory.limit_in_bytes");
+    const std::string usage_file = dir.path + (dir.v2 ? "/memory.current" : "/memory.usage_in_bytes");
+    if (const auto limit = cgroup_bytes(read_small_file(limit_file.c_str())))
+      keep_smaller(budget, left_of(*limit, cgroup_bytes(read_small_file(usage_file.c_str()))),
+                   fmt::format("the cgroup limit {}", limit_file));
+  }
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
     keep_smaller(budget, left_of(as.rlim_cur, status_kib_field(status, "VmSize")),
