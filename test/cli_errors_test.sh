@@ -206,6 +206,13 @@ fi
 if run "--ps-host-nic negative" bench "$fat_tree" --algo ps --ps-hosts 2 --ps-host-nic -5Gbps; then
   check_error "--ps-host-nic negative" "gradsync bench --ps-host-nic: error: " "negative"
 fi
+if run "--ps-host-nic zero" bench "$fat_tree" --algo ps --ps-hosts 2 --ps-host-nic 0Gbps; then
+  check_error "--ps-host-nic zero" "gradsync bench --ps-host-nic: error: " "must be positive"
+fi
+if run "--ps-hosts with colocated servers" bench "$fat_tree" --algo ps --ps-hosts 2 \
+     --ps-placement colocated; then
+  check_error "--ps-hosts with colocated servers" "gradsync bench --ps-placement: error: " "colocated"
+fi
 
 if run "topo without a file" topo; then check_usage "topo without a file"; fi
 if run "unknown subcommand" bogus; then check_usage "unknown subcommand"; fi

@@ -677,6 +677,13 @@ TEST_CASE("sync.ps.hosts: servers on hosts of their own, cabled beside the serve
       error_of(text + "sync:\n  strategy: ps\n  ps: {placement: colocated, hosts: {count: 2}}\n");
   REQUIRE(colocated);
   CHECK(contains(colocated->what(), "colocated servers run on the GPUs"));
+  for (const char* rate : {"0Gbps", "1000TB/s"}) {  // a link rate: positive, at most 100 TB/s
+    const auto bad = error_of(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic_bandwidth: " +
+                              rate + "}}\n");
+    REQUIRE(bad);
+    CHECK(contains(bad->what(), "sync.ps.hosts.nic_bandwidth"));
+    CHECK(bad->where().line == 13);  // the ps: line holding the value
+  }
   const auto unknown = error_of(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic: 1Gbps}}\n");
   REQUIRE(unknown);
   CHECK(contains(unknown->what(), "unknown key 'nic'"));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,9 +52,12 @@ struct MemoryBudget {
 
 // Throws EnvironmentError "gradsync: error: <what> needs about X GB of memory, more than the
 // Y GB left to gradsync (<source>): <advice>" when `bytes` exceeds the budget. Estimates under
-// 64 MB are not checked unless GRADSYNC_MEMORY_LIMIT is set; GRADSYNC_MEMORY_LOG=1 prints
-// every estimate on stderr (test/memory_bench.py).
+// 64 MB are not checked unless GRADSYNC_MEMORY_LIMIT is set. Every estimate goes to the log
+// sink when one is set (the CLI sets one for GRADSYNC_MEMORY_LOG=1: test/memory_bench.py).
 void require_memory(double bytes, std::string_view what, std::string_view advice);
+// Where require_memory() reports each estimate ("<what> needs about X MB"); none by default
+// (the library never prints).
+void set_memory_log(std::function<void(const std::string&)> sink);
 
 // Parsers of the kernel's files, exposed for tests: MemAvailable of /proc/meminfo in bytes;
 // a cgroup v2 memory.max or memory.current value ("max" = no limit → nullopt); VmSize/VmRSS

@@ -21,7 +21,12 @@ namespace gradsync {
 // do). Its network link copies that NIC's uplink (fabric, latency, efficiency) at
 // the host NIC's rate; its PCIe link copies that NIC's link toward its server, at least as fast as
 // the NIC (a host's slot is sized for its NIC). Throws ConfigError at `at` when the topology
-// has no NIC cabled to a network switch (one server, or two cabled NIC to NIC).
+// has no NIC cabled to a network switch (one server, or two cabled NIC to NIC), or when
+// `nic_bandwidth` fails check_host_nic_rate().
+// A host NIC's line rate must be positive and at most 100 TB/s (the topology loader's bound on
+// any link: beyond is a unit typo); ConfigError at `at` otherwise.
+void check_host_nic_rate(BytesPerSecond rate, const SourceMark& at);
+
 std::vector<DeviceId> add_server_hosts(Topology& topology, std::uint32_t count,
                                        std::optional<BytesPerSecond> nic_bandwidth,
                                        const SourceMark& at);

@@ -56,6 +56,7 @@ struct BenchOptions {
   std::uint32_t ps_servers = 1;
   std::string ps_placement = "colocated";
   bool ps_servers_given = false;
+  bool ps_placement_given = false;
   std::uint32_t ps_hosts = 0;  // servers on hosts of their own (server_hosts.hpp); 0 = on GPUs
   std::string ps_host_nic;     // their NIC rate; "" = the GPU servers' NIC rate
   std::uint32_t root = 0;
@@ -183,6 +184,10 @@ void run_bench(const BenchOptions& o) {
   if (o.ps_hosts > 0) {
     if (o.algo != "ps")
       throw ConfigError(cli_mark("--ps-hosts"), "--ps-hosts places parameter servers: use --algo ps");
+    if (o.ps_placement_given && o.ps_placement == "colocated")
+      throw ConfigError(cli_mark("--ps-placement"),
+                        "colocated servers run on the GPUs; --ps-hosts puts them on hosts of "
+                        "their own (drop one of the two)");
     if (o.ps_servers_given && o.ps_servers != o.ps_hosts)
       throw ConfigError(cli_mark("--ps-servers"),
                         "with --ps-hosts each host runs one server (--ps-servers defaults to it)");
@@ -193,6 +198,7 @@ void run_bench(const BenchOptions& o) {
       } catch (const UnitError& e) {
         throw ConfigError(cli_mark("--ps-host-nic"), e.what());
       }
+      check_host_nic_rate(*nic, cli_mark("--ps-host-nic"));
     }
     ps_hosts = add_server_hosts(topo_file.topology, o.ps_hosts, nic, cli_mark("--ps-hosts"));
   }
@@ -503,8 +509,9 @@ void add_bench_command(CLI::App& app) {
   CLI::Option* ps_servers =
       cmd->add_option("--ps-servers", opts->ps_servers, "parameter servers (default 1)")
           ->check(CLI::Range(1u, 256u));
-  cmd->add_option("--ps-placement", opts->ps_placement, "colocated | dedicated")
-      ->check(CLI::IsMember({"colocated", "dedicated"}));
+  CLI::Option* ps_placement =
+      cmd->add_option("--ps-placement", opts->ps_placement, "colocated | dedicated")
+          ->check(CLI::IsMember({"colocated", "dedicated"}));
   cmd->add_option("--ps-hosts", opts->ps_hosts,
                   "parameter servers on K CPU hosts of their own, each with one NIC cabled "
                   "beside the GPU servers' NICs (every GPU trains; --algo ps)")
@@ -517,9 +524,10 @@ void add_bench_command(CLI::App& app) {
                 "with --algo auto under software: nccl, also simulate every applicable "
                 "algorithm and show the fastest beside NCCL's choice (\"best possible\")");
   cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
-  cmd->callback([opts, min, max, factor, algo, ps_servers] {
+  cmd->callback([opts, min, max, factor, algo, ps_servers, ps_placement] {
     opts->sizes_given = min->count() + max->count() + factor->count() > 0;
     opts->ps_servers_given = ps_servers->count() > 0;
+    opts->ps_placement_given = ps_placement->count() > 0;
     // A log is compared with what NCCL would run unless --algo says otherwise.
     if (!opts->compare.empty() && algo->count() == 0) opts->algo = "auto";
     run_bench(*opts);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -14,6 +15,7 @@
 
 #include "commands.hpp"
 #include "gradsync/config_error.hpp"
+#include "gradsync/memory_budget.hpp"
 #include "gradsync/units.hpp"
 
 namespace gradsync::cli {
@@ -22,6 +24,10 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"gradsync: how long a training step takes on a cluster, and why"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gradsync 0.1.0");
+  // GRADSYNC_MEMORY_LOG=1: every memory estimate on stderr (test/memory_bench.py reads them).
+  if (std::getenv("GRADSYNC_MEMORY_LOG") != nullptr)
+    gradsync::set_memory_log(
+        [](const std::string& line) { std::cerr << "gradsync: memory: " << line << '\n'; });
   gradsync::cli::add_topo_command(app);
   gradsync::cli::add_run_command(app);
   gradsync::cli::add_bench_command(app);

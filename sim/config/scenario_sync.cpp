@@ -14,6 +14,7 @@
 #include "gradsync/step_schedule.hpp"
 #include "scenario_keys.hpp"
 #include "scenario_model.hpp"
+#include "topology_readers.hpp"
 
 namespace gradsync::config {
 
@@ -106,7 +107,8 @@ SyncSpec read_sync(const MapReader& top) {
       MapReader h(p.node("hosts"), r.file(), "sync.ps.hosts", kPsHostsKeys);
       PsHostsSpec hosts;
       hosts.count = static_cast<std::uint32_t>(h.integer("count", 1, kMaxServers));
-      hosts.nic_bandwidth = h.opt_rate("nic_bandwidth");
+      // A link rate: positive and within the topology loader's bound, at the key.
+      if (h.has("nic_bandwidth")) hosts.nic_bandwidth = link_rate(h, "nic_bandwidth");
       hosts.origin = h.mark();
       if (p.has("placement") && s.ps.placement == PsPlacement::Colocated)
         p.fail("placement", "colocated servers run on the GPUs; sync.ps.hosts puts them on hosts "

@@ -55,9 +55,18 @@ std::vector<Uplink> server_uplinks(const Topology& topology) {
 
 }  // namespace
 
+void check_host_nic_rate(BytesPerSecond rate, const SourceMark& at) {
+  const double r = rate.bytes_per_second();
+  if (!(r > 0.0)) throw ConfigError(at, "a parameter-server host's NIC rate must be positive");
+  if (r > 100e12)
+    throw ConfigError(at, fmt::format("{:.4g}GB/s is beyond any link (at most 100TB/s): a unit "
+                                      "typo?", r / 1e9));
+}
+
 std::vector<DeviceId> add_server_hosts(Topology& topology, std::uint32_t count,
                                        std::optional<BytesPerSecond> host_nic,
                                        const SourceMark& at) {
+  if (host_nic) check_host_nic_rate(*host_nic, at);
   const std::vector<Uplink> uplinks = server_uplinks(topology);
   if (uplinks.empty())
     throw ConfigError(at, fmt::format("parameter-server hosts need a network switch to be cabled "

@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <vector>
 
@@ -68,7 +67,14 @@ std::string megabytes(double bytes) {
   return fmt::format("{:.1f} MB", bytes / 1e6);
 }
 
+std::function<void(const std::string&)>& memory_log() {
+  static std::function<void(const std::string&)> sink;
+  return sink;
+}
+
 }  // namespace
+
+void set_memory_log(std::function<void(const std::string&)> sink) { memory_log() = std::move(sink); }
 
 std::optional<std::uint64_t> meminfo_available(std::string_view meminfo) {
   const auto kib = kib_field(meminfo, "MemAvailable");
@@ -161,8 +167,7 @@ std::optional<MemoryBudget> memory_budget() {
 void require_memory(double bytes, std::string_view what, std::string_view advice) {
   // Below 64 MB nothing is read (every machine gradsync runs on has that, and small plans
   // are made thousands of times per run) unless GRADSYNC_MEMORY_LIMIT asks for a budget.
-  if (std::getenv("GRADSYNC_MEMORY_LOG") != nullptr)  // diagnostics: test/memory_bench.py
-    std::cerr << fmt::format("gradsync: memory: {} needs about {}\n", what, megabytes(bytes));
+  if (memory_log()) memory_log()(fmt::format("{} needs about {}", what, megabytes(bytes)));
   if (bytes < 64e6 && std::getenv("GRADSYNC_MEMORY_LIMIT") == nullptr) return;
   const std::optional<MemoryBudget> budget = memory_budget();
   if (!budget || bytes <= static_cast<double>(budget->bytes)) return;
