@@ -6,26 +6,24 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "gradsync/bounded_read.hpp"
 #include "gradsync/config_error.hpp"
 #include "gradsync/units.hpp"
 
 namespace gradsync {
 namespace {
 
+// A kernel file's text (they are small: /proc/meminfo is ~1.5 KB), "" when it is not there.
 std::string read_small_file(const char* path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  if (text.size() > (1u << 20)) text.resize(1u << 20);
-  return text;
+  try {
+    return read_file_bounded(path, 1u << 20, "1 MiB");
+  } catch (const ConfigError&) {
+    return {};
+  }
 }
 
 std::optional<std::uint64_t> leading_number(std::string_view text) {
