@@ -8,9 +8,9 @@
 // plan ends with the incast at 4S/C. With PFC and without ECN the switch pauses rank 1's
 // ingress port and the victim delivers the congested flow's C/4 while the incast lasts (S in
 // 4S/C). When rank 1's incast flow ends, nothing pauses that port any more: gradsync restarts
-// the victim's remaining S at its max-min share C (sim/engine/simulation.cpp,
-// recover_capped_flows), so the plan ends at 4S/C + S/C = 5S/C. Prints the time and exits 1
-// when it is not the expected closed form within 1 %.
+// the victim's remaining S at its max-min share C (the RoCE PFC correction's restart rule,
+// sim/engine/roce_correction.cpp), so the plan ends at 4S/C + S/C = 5S/C. Prints the time and
+// exits 1 when it is not the expected closed form within 1 %.
 #include <cmath>
 #include <cstdio>
 #include <string>

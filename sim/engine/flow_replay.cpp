@@ -118,7 +118,7 @@ void Simulation::Impl::run_flows(const Plan& p, const std::vector<DeviceId>& ran
     std::vector<detail::DeviceFlow> flows = std::move(batch.flows);
     // Exact reductions (flow_symmetry.hpp), where a flow's start does not depend on the
     // others started with it.
-    if (symmetry && roce_tier == RoceTier::None && !tcp_incast && !rtt_biased) {
+    if (symmetry && corrections.empty() && !rtt_biased) {
       flow_shapes.clear();
       detail::ReducedPhase reduced = detail::reduce_phase(
           flows, [this](DeviceId src, DeviceId dst) -> const detail::FlowShape& {

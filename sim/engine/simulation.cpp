@@ -33,26 +33,14 @@ void Simulation::Impl::build(const std::vector<std::pair<DeviceId, DeviceId>>& p
       progress(r);
     };
   platform = build_platform(*engine, *topology, router, pairs, options);
-  // PFC rates of the RoCE tier. SimGrid 3.32 honours neither Comm::set_rate() on
-  // host-to-host Comms nor a bound from the bandwidth factor f under CM02: f only scales what
-  // a flow delivers (its max-min share x f). So a flow whose PFC rate is below its max-min
-  // share at start gets f = PFC rate / max-min share: it holds its share of the links (the
-  // time PFC keeps them paused) and delivers the PFC rate while that congestion lasts; when
-  // it eases, recover_capped_flows() restarts the flow's remainder at its new rate.
-  if (roce_tier == RoceTier::PfcWithoutEcn) {
-    const auto& links = topology->links();
-    port_capacity.resize(2 * links.size());
-    port_switch_egress.assign(2 * links.size(), false);
-    for (LinkId id = 0; id < links.size(); ++id) {
-      port_capacity[2 * id] = port_capacity[2 * id + 1] =
-          links[id].effective_bandwidth().bytes_per_second();
-      port_switch_egress[2 * id] = links[id].fabric == Fabric::Roce &&
-                                   topology->device(links[id].a).kind == DeviceKind::Switch;
-      port_switch_egress[2 * id + 1] = links[id].fabric == Fabric::Roce &&
-                                       topology->device(links[id].b).kind == DeviceKind::Switch;
-    }
-  }
-  if (roce_tier == RoceTier::PfcWithoutEcn)
+  // Rate caps of the fabric corrections (RoCE PFC without ECN). SimGrid 3.32 honours neither
+  // Comm::set_rate() on host-to-host Comms nor a bound from the bandwidth factor f under CM02:
+  // f only scales what a flow delivers (its max-min share x f). So a flow whose capped rate is
+  // below its max-min share at start gets f = capped rate / max-min share: it holds its share
+  // of the links (the time PFC keeps them paused) and delivers the capped rate while that
+  // congestion lasts; when it eases, the correction restarts the flow's remainder at its new
+  // rate (correct_after()).
+  if (caps_rates)
     engine->get_netzone_root()->get_network_model()->set_bw_factor_cb(
         [this](double, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
                const std::unordered_set<sg4::NetZone*>&) {

@@ -1,7 +1,7 @@
 // Internal to the engine: the state of one Simulation (engine.hpp) and the parts of its replay,
 // defined across sim/engine/: simulation.cpp (SimGrid session, platform, one run),
 // transfer_start.cpp (starting Comms, step fidelity, completions), fabric_corrections.cpp
-// (the RoCE PFC and lossy tiers and TCP incast applied to flows started together) and
+// (the fabric corrections of fabric_correction.hpp applied to flows started together) and
 // flow_replay.cpp (flow fidelity with its exact reductions, flow_symmetry.hpp).
 #pragma once
 
@@ -35,6 +35,7 @@
 #include "gradsync/nccl_tuner.hpp"
 #include "gradsync/platform.hpp"
 #include "gradsync/tcp_model.hpp"
+#include "fabric_correction.hpp"
 #include "flow_symmetry.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -110,50 +111,36 @@ struct Simulation::Impl {
     DeviceId src = 0;
     DeviceId dst = 0;
     std::uint32_t qp = 0;
-    double cap = 0.0;       // bandwidth factor set at start (PFC rate / max-min share), 0 = none
-    double cap_rate = 0.0;  // the PFC rate behind it (B/s), 0 = none
+    double cap = 0.0;       // bandwidth factor set at start (capped rate / max-min share), 0 = none
+    double cap_rate = 0.0;  // the capped rate behind it (B/s), 0 = none
     std::uint64_t seq = 0;  // start order
     double start_clock = 0.0;  // when it started (s) and the latency it was charged (s)
     double latency = 0.0;
-    const std::vector<std::pair<std::size_t, double>>* ports = nullptr;  // PFC tier: fluid_ports()
   };
   std::unordered_map<const sg4::Activity*, InFlight> in_flight;
-  // PFC tier: the flows in flight in start order, so that each fixed point sees them in an
-  // order that does not depend on memory addresses (a run's result must not depend on what
-  // ran before it in the process).
+  // Corrections that cap rates: the flows in flight by start order, for their restarts.
   std::map<std::uint64_t, InFlight*> in_flight_by_start;
   std::uint64_t start_seq = 0;
-  std::size_t capped_in_flight = 0;  // PFC tier: flows in flight with a PFC cap
   // Latency of the next Comm when set (a restarted flow's remaining latency), and the latency
   // the latency model charged last (both read or written while Comm::start() runs).
   std::optional<double> next_latency_override;
   double last_charged_latency = 0.0;
-  // PFC fixed points (RoceTier::PfcWithoutEcn): per directed port (2·link + direction) its
-  // capacity and whether it leaves a switch; the route ports of each (pair, QP); the flows of
-  // the last batch (storage reused).
-  std::vector<double> port_capacity;
-  std::vector<bool> port_switch_egress;
+  // The fabric corrections of this topology (fabric_correction.hpp). With any, transfers
+  // started at one simulated instant are gathered (`deferred`) and started together by
+  // flush_deferred(), each part with the extra latency and rate cap the corrections ask.
+  std::vector<std::unique_ptr<detail::FabricCorrection>> corrections;
+  bool caps_rates = false;  // one of them caps rates (bandwidth factors, restarts)
   struct PartKeyHash {
     std::size_t operator()(const std::pair<std::uint64_t, std::uint32_t>& k) const noexcept {
       return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL + k.second);
     }
   };
-  // (pair, QP) -> its ports; node-based, so the vectors stay where they are (InFlight::ports).
-  std::unordered_map<std::pair<std::uint64_t, std::uint32_t>,
-                     std::vector<std::pair<std::size_t, double>>, PartKeyHash>
-      fluid_port_cache;
-  std::vector<FluidFlow> fluid_flows;
+  // (pair, QP) -> the directed ports of its path, as the corrections see them; node-based,
+  // so each vector stays where it is while parts in flight refer to it.
+  std::unordered_map<std::pair<std::uint64_t, std::uint32_t>, std::vector<detail::PortHop>,
+                     PartKeyHash>
+      hop_cache;
   std::unordered_map<TransferId, std::uint32_t> parts_left;  // transfers split over QPs
-  // RoCE corrections applied when flows start (fabric_model.hpp): with PFC and without ECN,
-  // per-ingress-port sharing and head-of-line victims as rate caps; lossy RoCE, a
-  // retransmission timeout for flows whose synchronized first burst overflows a port. Flows
-  // started at one simulated instant are evaluated together (`deferred`, flush_deferred()).
-  enum class RoceTier { None, PfcWithoutEcn, Lossy };
-  RoceTier roce_tier = RoceTier::None;
-  // Ethernet (TCP) incast (tcp_model.hpp): flows started at one instant whose synchronized
-  // first burst overflows the receiving port they converge on each pay rto_min once. Set when
-  // the topology has a TCP model with incast on and at least one ethernet link.
-  bool tcp_incast = false;
   struct Deferred {
     DeviceId src;
     DeviceId dst;
@@ -203,12 +190,8 @@ struct Simulation::Impl {
     engine = std::make_unique<sg4::Engine>(&argc, argv.data());
     exit_at_once_on_interrupt();
     nccl = topo.software() == SoftwareModel::Nccl;
-    if (topo.roce()) {
-      bool roce_links = false;
-      for (const Link& l : topo.links()) roce_links = roce_links || l.fabric == Fabric::Roce;
-      if (roce_links && !topo.roce()->pfc) roce_tier = RoceTier::Lossy;
-      else if (roce_links && !topo.roce()->ecn) roce_tier = RoceTier::PfcWithoutEcn;
-    }
+    corrections = detail::make_fabric_corrections(topo);
+    for (const auto& c : corrections) caps_rates = caps_rates || c->caps_rates();
     rtt_biased = topo.tcp() && topo.tcp()->rtt_bias;
     std::unordered_map<int, std::uint32_t> next_local;
     local_order.resize(topo.devices().size());
@@ -216,8 +199,6 @@ struct Simulation::Impl {
       const int node = topo.device(d).node;
       local_order[d] = node >= 0 ? next_local[node]++ : (1U << 24) + static_cast<std::uint32_t>(d);
     }
-    if (topo.tcp() && topo.tcp()->incast)
-      for (const Link& l : topo.links()) tcp_incast = tcp_incast || l.fabric == Fabric::Ethernet;
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { on_complete(a); });
   }
 
@@ -236,44 +217,31 @@ struct Simulation::Impl {
   void start_comm(DeviceId src, DeviceId dst, Bytes bytes, TransferId id);
 
   // Starts the Comms of one transfer: one, or one per queue pair (each wire/Q bytes from its own
-  // source host). `caps`: a bandwidth factor per part (PFC rate / max-min share; 0 = none).
+  // source host), each part with its corrections' adjustment (none when empty).
   void launch(DeviceId src, DeviceId dst, double wire, TransferId id,
-              const std::vector<double>& caps, const std::vector<double>& cap_rates = {});
+              std::span<const detail::StartAdjustment> adjust = {});
 
   // Starts one part's Comm of `payload` bytes from its source host (its QP's alias host when
-  // the route has several) and records it in flight. Its PFC cap goes through the
+  // the route has several) and records it in flight. Its rate cap goes through the
   // bandwidth-factor callback and next_latency_override (if set) through the latency model,
   // both read while Comm::start() runs.
   void start_part(InFlight part, double payload);
 
-  // PFC tier: a capped flow keeps the factor it started with (SimGrid cannot change a running
-  // flow's rate), so when the congestion that capped it eases (a flow through its component
-  // finishes), its remaining bytes are restarted at the rate the fixed point now gives: each
-  // capped flow of the finished flow's component is re-solved uncapped (the other flows keep
-  // their PFC rates), and restarted when its PFC rate rises by more than kRecoveryGain. The
-  // restart pays no latency beyond what its first start had left to run. kRecoveryGain only
-  // keeps small rate changes from restarting flows: on 48 RoCE-without-ECN benches (ring, tree,
-  // hierarchical, PS; flow and step; 4 and 8 servers) 1.001 gives the same times as 1.05 in the
-  // same wall time, 1.2 moves two of them by 0.1-0.6 %.
-  static constexpr double kRecoveryGain = 1.05;
-  // Appends a fluid flow (ports, rate cap in B/s) to fluid_flows[0, count), reusing storage.
-  void add_fluid_flow(std::size_t& count, const std::vector<std::pair<std::size_t, double>>& ports,
-                      double cap);
-  // fluid_flows[0, count) = the flows in flight, in start order, capped at their PFC rates.
-  std::size_t fluid_flows_in_flight();
+  // The corrections' part for a part in flight or starting.
+  detail::StartingPart starting_part(const InFlight& part, double bytes, std::size_t transfer);
 
-  void recover_capped_flows(DeviceId done_src, DeviceId done_dst, std::uint32_t done_qp);
+  // A part has ended: the corrections that cap rates restart the parts they ask for.
+  void correct_after(std::uint64_t seq);
 
-  // Suspends a flow in flight and starts its remaining bytes anew with another PFC cap (factor
-  // and rate; 0 = none), keeping its place in the start order.
+  // Suspends a flow in flight and starts its remaining bytes anew with another cap (factor
+  // and rate; 0 = none), keeping its place in the start order. SimGrid cannot change a
+  // running flow's rate.
   void restart(InFlight& rec, double cap, double cap_rate);
 
-  // The directed ports (2·link + direction) of a part's route, each carrying all of it, as the
-  // fluid fixed points take them; computed once per (pair, QP).
-  const std::vector<std::pair<std::size_t, double>>& fluid_ports(DeviceId src, DeviceId dst,
-                                                                  std::uint32_t qp);
+  // The directed ports of a part's path, computed once per (pair, QP).
+  const std::vector<detail::PortHop>& part_hops(DeviceId src, DeviceId dst, std::uint32_t qp);
 
-  // The directed ports (2·link + direction) of a part's path.
+  // The path of a part.
   const Route& part_route(DeviceId src, DeviceId dst, std::uint32_t qp) const {
     const PlatformRoute* route = platform.find_route(src, dst);
     return qp < route->qp_routes.size() ? route->qp_routes[qp] : route->route;
@@ -281,26 +249,8 @@ struct Simulation::Impl {
   std::size_t port_of(const Route& r, std::size_t i) const {
     return 2 * r.links[i] + (topology->link(r.links[i]).a == r.devices[i] ? 0 : 1);
   }
-  bool roce_switch_egress(const Route& r, std::size_t i) const {
-    return topology->link(r.links[i]).fabric == Fabric::Roce &&
-           topology->device(r.devices[i]).kind == DeviceKind::Switch;
-  }
 
-  // The receiving port of a route for TCP incast: its last ethernet link, leaving a switch and
-  // entered through another link (the port whose buffer a synchronized burst fills). Returns
-  // false when the route has none (no ethernet, or a host-to-host cable).
-  bool tcp_receiving_port(const Route& r, std::size_t& port, std::size_t& ingress) const;
-
-  // TCP incast over one batch of flows started together (tcp_model.hpp): per receiving port,
-  // the burst is the sum over the batch's parts of min(part bytes, send_window); a port fed by
-  // two or more ingress ports whose burst exceeds switch_buffer + rate x RTT (RTT = twice the
-  // longest route latency through it) overflows, and every part through it pays rto_min.
-  template <typename Part>
-  void tcp_incast_latencies(const std::vector<Deferred>& batch, const std::vector<Part>& parts,
-                            std::vector<double>& extra) const;
-
-  // Starts the flows deferred at this instant, with the RoCE tier's caps or timeouts and the
-  // TCP incast timeouts.
+  // Starts the transfers deferred at this instant with their corrections' adjustments.
   void flush_deferred();
 
   void start_transfer(TransferId id);

@@ -16,16 +16,15 @@ void Simulation::Impl::start_comm(DeviceId src, DeviceId dst, Bytes bytes, Trans
       factor = nccl_run_cost->bandwidth_factor_net;
   }
   const double wire = factor > 0.0 ? bytes.bytes() / factor : bytes.bytes();
-  if (roce_tier != RoceTier::None || tcp_incast) {
+  if (!corrections.empty()) {
     deferred.push_back(Deferred{src, dst, wire, id});
     return;
   }
-  launch(src, dst, wire, id, {});
+  launch(src, dst, wire, id);
 }
 
 void Simulation::Impl::launch(DeviceId src, DeviceId dst, double wire, TransferId id,
-                              const std::vector<double>& caps,
-                              const std::vector<double>& cap_rates) {
+                              std::span<const detail::StartAdjustment> adjust) {
   const PlatformRoute* route = platform.find_route(src, dst);
   const std::size_t parts =
       route != nullptr && !route->qp_sources.empty() ? route->qp_sources.size() : 1;
@@ -40,10 +39,11 @@ void Simulation::Impl::launch(DeviceId src, DeviceId dst, double wire, TransferI
     part.src = src;
     part.dst = dst;
     part.qp = static_cast<std::uint32_t>(q);
-    part.cap = q < caps.size() ? caps[q] : 0.0;
-    part.cap_rate = q < cap_rates.size() ? cap_rates[q] : 0.0;
+    if (q < adjust.size()) {
+      part.cap = adjust[q].rate_factor;
+      part.cap_rate = adjust[q].cap_rate;
+    }
     part.seq = ++start_seq;
-    if (roce_tier == RoceTier::PfcWithoutEcn) part.ports = &fluid_ports(src, dst, part.qp);
     ++started;
     start_part(std::move(part), wire / static_cast<double>(parts));
   }
@@ -60,13 +60,15 @@ void Simulation::Impl::start_part(InFlight part, double payload) {
   part.start_clock = sg4::Engine::get_clock();
   next_rate_cap = part.cap;
   InFlight& rec = in_flight.emplace(comm.get(), std::move(part)).first->second;
-  if (roce_tier == RoceTier::PfcWithoutEcn) {
-    in_flight_by_start.emplace(rec.seq, &rec);
-    if (rec.cap_rate > 0.0) ++capped_in_flight;
-  }
+  if (caps_rates) in_flight_by_start.emplace(rec.seq, &rec);
   comm->start();
   rec.latency = last_charged_latency;
   next_rate_cap = 0.0;
+  if (!corrections.empty()) {
+    const detail::StartingPart started_part = starting_part(rec, payload, 0);
+    const detail::StartAdjustment adjust{0.0, rec.cap, rec.cap_rate};
+    for (const auto& c : corrections) c->started(started_part, adjust);
+  }
 }
 
 void Simulation::Impl::start_transfer(TransferId id) {
@@ -107,13 +109,10 @@ void Simulation::Impl::on_complete(const sg4::Activity& activity) {
   // completion (by then its handling is over), so at most one finished Comm stays alive.
   retired.clear();
   retired.push_back(std::move(it->second.comm));
-  const DeviceId done_src = it->second.src;
-  const DeviceId done_dst = it->second.dst;
-  const std::uint32_t done_qp = it->second.qp;
-  if (roce_tier == RoceTier::PfcWithoutEcn && it->second.cap_rate > 0.0) --capped_in_flight;
-  in_flight_by_start.erase(it->second.seq);
+  const std::uint64_t done_seq = it->second.seq;
+  if (caps_rates) in_flight_by_start.erase(done_seq);
   in_flight.erase(it);
-  if (roce_tier == RoceTier::PfcWithoutEcn) recover_capped_flows(done_src, done_dst, done_qp);
+  correct_after(done_seq);
   if (flow_mode) {
     note_completion();  // every flow part (run_total counts them)
     last_arrival = std::max(last_arrival, sg4::Engine::get_clock());

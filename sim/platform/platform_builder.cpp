@@ -37,6 +37,7 @@
 
 #include "gradsync/config_error.hpp"
 #include "gradsync/memory_budget.hpp"
+#include "../engine/fabric_correction.hpp"
 
 namespace gradsync {
 
@@ -327,36 +328,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     return it->second;
   };
 
-  // Ethernet (TCP) host cap (tcp_model.hpp): one shared link per host port and direction, of
-  // capacity tcp_host_cap(), on every route through that port. A host port is the device where
-  // a route enters its first ethernet link (sending) and the one where it leaves its last
-  // (receiving); routes without ethernet links, and topologies without a TCP model, get none.
-  std::map<std::pair<DeviceId, bool>, sg4::Link*> tcp_host_links;  // (port, receiving) -> link
-  auto tcp_host_hops = [&](const Route& route, std::vector<sg4::LinkInRoute>& out,
-                           BytesPerSecond& bottleneck) {
-    if (!topology.tcp()) return;
-    std::size_t first = route.links.size(), last = route.links.size();
-    for (std::size_t i = 0; i < route.links.size(); ++i)
-      if (topology.link(route.links[i]).fabric == Fabric::Ethernet) {
-        if (first == route.links.size()) first = i;
-        last = i;
-      }
-    if (first == route.links.size()) return;
-    for (const auto& [port, receiving, link] :
-         {std::tuple{route.devices[first], false, route.links[first]},
-          std::tuple{route.devices[last + 1], true, route.links[last]}}) {
-      auto [it, fresh] = tcp_host_links.emplace(std::pair{port, receiving}, nullptr);
-      const BytesPerSecond cap = tcp_host_cap(*topology.tcp(), topology.link(link).bandwidth);
-      if (fresh)
-        it->second = p.zone
-                         ->create_link(fmt::format("tcp-host-{}:{}", receiving ? "rx" : "tx",
-                                                   devices[port].name),
-                                       cap.bytes_per_second())
-                         ->seal();
-      out.emplace_back(it->second);
-      bottleneck = std::min(bottleneck, BytesPerSecond(it->second->get_bandwidth()));
-    }
-  };
+  // Ethernet (TCP) host cap (tcp_correction.cpp): shared links per host port and direction.
+  detail::TcpHostPorts tcp_host_ports(topology, *p.zone);
 
   // RTT-biased sharing (tcp_model.hpp, rtt_bias): a route through an ethernet link carries its
   // own FATPIPE weight link of latency kCarrierLatency x sharing RTT / the smallest sharing RTT
@@ -364,30 +337,18 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   // 1 / RTT (the shortest TCP path weighs like every non-TCP route). The latency-factor
   // callback still charges the real route latency. Off: every route keeps the egress link.
   const bool rtt_bias = topology.tcp() && topology.tcp()->rtt_bias;
-  auto sharing_rtt = [&](const Route& route) {  // seconds; negative: no ethernet link
-    double latency = 0.0;
-    double port = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < route.links.size(); ++i) {
-      const Link& l = topology.link(route.links[i]);
-      latency += l.latency.seconds();
-      if (i > 0) latency += devices[route.devices[i]].latency.seconds();
-      if (l.fabric == Fabric::Ethernet) port = std::min(port, l.bandwidth.bytes_per_second());
-    }
-    if (std::isinf(port)) return -1.0;
-    return tcp_sharing_rtt(*topology.tcp(), Seconds(latency), BytesPerSecond(port)).seconds();
-  };
   double rtt_reference = std::numeric_limits<double>::infinity();
   if (rtt_bias)
     for (const PathSpread& spread : spreads)
       for (const Route& r : spread.qp_routes)
-        if (const double rtt = sharing_rtt(r); rtt >= 0.0)
+        if (const double rtt = detail::tcp_route_sharing_rtt(topology, r); rtt >= 0.0)
           rtt_reference = std::min(rtt_reference, rtt);
   const bool weigh_rtt = rtt_bias && rtt_reference > 0.0 && !std::isinf(rtt_reference);
   std::size_t weight_links = 0;
   // The first hop of a route from `src_host` along `route`, and its carrier latency.
   auto carrier_hop = [&](DeviceId src, const sg4::Host* src_host, DeviceId dst,
                          const Route& route, double& carrier) -> sg4::Link* {
-    const double rtt = weigh_rtt ? sharing_rtt(route) : -1.0;
+    const double rtt = weigh_rtt ? detail::tcp_route_sharing_rtt(topology, route) : -1.0;
     if (rtt < 0.0) {
       carrier = kCarrierLatency;
       return egress_of(src);
@@ -437,7 +398,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
       }
     }
     const std::size_t hops_before_tcp = hops.size();
-    tcp_host_hops(pr.route, hops, pr.bottleneck);
+    tcp_host_ports.add_hops(pr.route, hops, pr.bottleneck);
     const double tcp_rate = hops.size() > hops_before_tcp ? pr.bottleneck.bytes_per_second() : 0.0;
     p.zone->add_bypass_route(p.device_hosts[src]->get_netpoint(),
                              p.device_hosts[dst]->get_netpoint(), nullptr, nullptr, hops);
@@ -452,7 +413,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
       Seconds qp_latency{0.0};
       BytesPerSecond qp_bottleneck{std::numeric_limits<double>::infinity()};
       path_hops(pr.qp_routes[q], hops, qp_latency, qp_bottleneck);
-      tcp_host_hops(pr.qp_routes[q], hops, qp_bottleneck);
+      tcp_host_ports.add_hops(pr.qp_routes[q], hops, qp_bottleneck);
       pr.bottleneck = std::min(pr.bottleneck, qp_bottleneck);
       p.zone->add_bypass_route(pr.qp_sources[q]->get_netpoint(),
                                p.device_hosts[dst]->get_netpoint(), nullptr, nullptr, hops);
@@ -463,33 +424,8 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     p.route_index_.emplace(pair_key(src, dst), k);
   }
 
-  // Lossy RoCE: go-back-N goodput on every switch egress of a RoCE link, as a function of the
-  // flows crossing it (SimGrid NONLINEAR sharing). The bandwidth-delay product of a port uses
-  // the longest round trip (2 x route latency) among the routes through it.
-  if (topology.roce() && !topology.roce()->pfc) {
-    std::vector<double> rtt(2 * topology.links().size(), 0.0);  // per link and direction, s
-    for (const PlatformRoute& pr : p.routes)
-      for (const LinkShare& s : pr.link_shares) {
-        const std::size_t port = 2 * s.link + (topology.link(s.link).a == s.from ? 0 : 1);
-        rtt[port] = std::max(rtt[port], 2.0 * pr.latency.seconds());
-      }
-    const RoceOptions roce = *topology.roce();
-    for (LinkId id = 0; id < topology.links().size(); ++id) {
-      const Link& l = topology.link(id);
-      if (l.fabric != Fabric::Roce) continue;
-      for (int dir = 0; dir < 2; ++dir) {
-        const DeviceId from = dir == 0 ? l.a : l.b;
-        if (devices[from].kind != DeviceKind::Switch || !(rtt[2 * id + dir] > 0.0)) continue;
-        const Bytes bdp = l.effective_bandwidth() * Seconds(rtt[2 * id + dir]);
-        sg4::Link* link = dir == 0 ? p.links[id].a_to_b : p.links[id].b_to_a;
-        link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
-                                 [bdp, roce](double capacity, int flows) {
-                                   return capacity * lossy_goodput_fraction(flows, bdp, roce.buffer,
-                                                                            roce.ecn);
-                                 });
-      }
-    }
-  }
+  // Lossy RoCE: go-back-N goodput on its switch ports (roce_correction.cpp).
+  detail::shape_lossy_roce_ports(topology, p);
   p.zone->seal();
 
   // Scale each route's carrier latency (1 s, or its RTT weight) to its real latency
