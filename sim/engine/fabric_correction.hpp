@@ -1,4 +1,4 @@
-// Fabric corrections (DESIGN.md §4): what SimGrid's max-min flows do not capture about a
+// Fabric corrections (sim/fabric/README.md): what SimGrid's max-min flows do not capture about a
 // fabric, applied when transfers start. One small interface — what a start needs (extra
 // latency, a rate cap) and a restart rule for flows in flight — and one unit per fabric:
 //   roce_correction.cpp  RoCE with PFC and without ECN: per-ingress-port PFC rates and
