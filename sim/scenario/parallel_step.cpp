@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "step_tasks.hpp"
+
 namespace gradsync {
 
 std::string_view to_string(CommKind kind) {
@@ -39,173 +41,17 @@ std::uint32_t CommRequest::group_ranks(const ParallelLayout& layout) const {
 
 namespace {
 
-constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-
-// A stage's serial streams (parallel_step.hpp), stage s's stream k being kStreams·s + k.
-constexpr std::uint32_t kStreams = 4;
-constexpr std::uint32_t kCompute = 0;
-constexpr std::uint32_t kGather = 1;  // data-parallel all-gathers
-constexpr std::uint32_t kReduce = 2;  // data-parallel all-reduces and reduce-scatters
-constexpr std::uint32_t kP2p = 3;
-
-struct Task {
-  std::uint32_t stream = 0;
-  bool on_compute = true;  // a compute-stream task (layer or optimizer)
-  Seconds work{0.0};       // compute (compute stream) or the collective (comm / p2p)
-  Seconds tp{0.0};         // inline tensor-parallel all-reduces (compute stream)
-  std::uint32_t tp_collectives = 0;
-  std::size_t request = std::numeric_limits<std::size_t>::max();  // its collective's, if any
-  Seconds alone{0.0};      // the collective's part (work or tp) without contention
-  CommKind kind = CommKind::Dp;
-  ComputePhase phase = ComputePhase::Forward;
-  std::uint32_t micro_batch = 0;
-  std::vector<std::size_t> deps;
-  double start = 0.0, end = 0.0;
-};
-
-// Tasks on serial streams; each starts when its stream is free and its dependencies ended.
-class TaskGraph {
- public:
-  explicit TaskGraph(std::size_t streams) : streams_(streams) {}
-  std::size_t add(Task t) {
-    streams_.at(t.stream).push_back(tasks_.size());
-    tasks_.push_back(std::move(t));
-    return tasks_.size() - 1;
-  }
-  Task& at(std::size_t id) { return tasks_[id]; }
-  [[nodiscard]] std::size_t size() const { return tasks_.size(); }
-  [[nodiscard]] const Task& at(std::size_t id) const { return tasks_[id]; }
-  [[nodiscard]] const std::vector<std::size_t>& stream(std::size_t s) const { return streams_[s]; }
-  void depend(std::size_t id, std::size_t on) {
-    if (on != kNone) tasks_[id].deps.push_back(on);
-  }
-  void schedule() {
-    std::vector<std::size_t> head(streams_.size(), 0);
-    std::vector<double> free(streams_.size(), 0.0);
-    std::vector<char> done(tasks_.size(), 0);
-    std::size_t left = tasks_.size();
-    while (left > 0) {
-      bool progress = false;
-      for (std::size_t s = 0; s < streams_.size(); ++s)
-        while (head[s] < streams_[s].size()) {
-          Task& t = tasks_[streams_[s][head[s]]];
-          double ready = free[s];
-          bool blocked = false;
-          for (std::size_t d : t.deps) {
-            if (!done[d]) { blocked = true; break; }
-            ready = std::max(ready, tasks_[d].end);
-          }
-          if (blocked) break;
-          t.start = ready;
-          t.end = ready + (t.work + t.tp).seconds();
-          free[s] = t.end;
-          done[streams_[s][head[s]]] = 1;
-          ++head[s];
-          --left;
-          progress = true;
-        }
-      if (!progress) throw std::logic_error("compose_parallel_step: the task graph has a cycle");
-    }
-  }
-
- private:
-  std::vector<std::vector<std::size_t>> streams_;
-  std::vector<Task> tasks_;
-};
-
-// One entry of a stage's pipeline schedule: forward or backward of micro-batch `mb` through
-// global chunk `chunk` (chunk c runs on stage c mod pipeline).
-struct Item {
-  bool forward = true;
-  std::uint32_t mb = 0;
-  std::uint32_t chunk = 0;
-};
-
-std::vector<Item> stage_schedule(const ParallelSpec& spec, std::uint32_t s, std::uint32_t m) {
-  const std::uint32_t p = spec.pipeline;
-  std::vector<Item> out;
-  if (spec.schedule == PipelineSchedule::Interleaved && p > 1) {
-    const std::uint32_t v = spec.virtual_stages;
-    const std::uint32_t total = m * v;
-    auto item = [&](std::uint32_t k, bool forward) {
-      const std::uint32_t in_group = k % (p * v);
-      std::uint32_t local = in_group / p;
-      if (!forward) local = v - 1 - local;
-      return Item{forward, (k / (p * v)) * p + k % p, local * p + s};
-    };
-    const std::uint32_t warmup = std::min(total, (p - s - 1) * 2 + (v - 1) * p);
-    for (std::uint32_t k = 0; k < warmup; ++k) out.push_back(item(k, true));
-    for (std::uint32_t k = 0; k + warmup < total; ++k) {
-      out.push_back(item(warmup + k, true));
-      out.push_back(item(k, false));
-    }
-    for (std::uint32_t k = total - warmup; k < total; ++k) out.push_back(item(k, false));
-    return out;
-  }
-  if (spec.schedule == PipelineSchedule::GPipe || p == 1) {
-    for (std::uint32_t j = 0; j < m; ++j) out.push_back({true, j, s});
-    for (std::uint32_t j = m; j-- > 0;) out.push_back({false, j, s});
-    return out;
-  }
-  const std::uint32_t warmup = std::min(m, p - s - 1);
-  for (std::uint32_t j = 0; j < warmup; ++j) out.push_back({true, j, s});
-  for (std::uint32_t j = 0; j + warmup < m; ++j) {
-    out.push_back({true, warmup + j, s});
-    out.push_back({false, j, s});
-  }
-  for (std::uint32_t j = m - warmup; j < m; ++j) out.push_back({false, j, s});
-  return out;
-}
-
-constexpr int kContentionRounds = 8;
-constexpr double kMostContended = 0.99;  // at most 100× slower than alone
-
-// Stretches the tasks of `g` whose collectives overlap others' (parallel_step.hpp) and
-// reschedules until the step settles. `rate(x, y)`: request x's rate while y runs, of alone.
-void add_contention(TaskGraph& g, const std::function<double(std::size_t, std::size_t)>& rate) {
-  struct Activity {
-    double start, end, density;
-    std::size_t task, request;
-  };
-  std::vector<Activity> acts;
-  std::vector<double> contended;  // per task: Σ (1 − r)·(o / its interval)·dY
-  for (int round = 0; round < kContentionRounds; ++round) {
-    acts.clear();
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      const Task& t = g.at(i);
-      if (t.request == kNone || !(t.alone.seconds() > 0.0) || !(t.end > t.start)) continue;
-      const double density = t.on_compute ? t.tp.seconds() / (t.end - t.start) : 1.0;
-      acts.push_back({t.start, t.end, std::min(density, 1.0), i, t.request});
-    }
-    std::sort(acts.begin(), acts.end(),
-              [](const Activity& a, const Activity& b) { return a.start < b.start; });
-    contended.assign(g.size(), 0.0);
-    std::vector<const Activity*> active;
-    for (const Activity& a : acts) {
-      std::erase_if(active, [&](const Activity* b) { return b->end <= a.start; });
-      for (const Activity* b : active) {
-        if (b->request == a.request) continue;
-        const double o = std::min(a.end, b->end) - a.start;
-        if (!(o > 0.0)) continue;
-        contended[a.task] += (1.0 - rate(a.request, b->request)) * o / (a.end - a.start) * b->density;
-        contended[b->task] += (1.0 - rate(b->request, a.request)) * o / (b->end - b->start) * a.density;
-      }
-      active.push_back(&a);
-    }
-    double change = 0.0;
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      Task& t = g.at(i);
-      if (t.request == kNone) continue;
-      Seconds& part = t.on_compute ? t.tp : t.work;
-      // The task's collective time c = alone + contended·c where the overlaps stay as they are.
-      const Seconds next = t.alone / (1.0 - std::min(contended[i], kMostContended));
-      change = std::max(change, std::abs((next - part).seconds()));
-      part = next;
-    }
-    if (change < 1e-9) return;
-    g.schedule();
-  }
-}
+using detail::add_contention;
+using detail::Item;
+using detail::kNone;
+using detail::stage_schedule;
+using detail::Task;
+using detail::TaskGraph;
+using detail::kStreams;
+using detail::kCompute;
+using detail::kGather;
+using detail::kReduce;
+using detail::kP2p;
 
 double busbw_bytes(const CommRequest& r, const ParallelLayout& layout) {
   const std::uint32_t n = r.group_ranks(layout);

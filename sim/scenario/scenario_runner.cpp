@@ -13,170 +13,17 @@
 #include "gradsync/config_error.hpp"
 #include "gradsync/memory_model.hpp"
 #include "gradsync/nccl_tuner.hpp"
-#include "nearby_size.hpp"
+#include "collective_timer.hpp"
 #include "parallel_runner.hpp"
 
 namespace gradsync {
 
+using detail::algorithms_for;
+using detail::CollectiveTimer;
+using detail::plan_or_fail;
+using detail::set_in_switch;
+
 namespace {
-
-// plan_collective(), with a request it cannot plan (e.g. beyond the transfers one plan holds)
-// reported as bad input of the scenario rather than as an internal error.
-Plan plan_or_fail(const CollectiveRequest& r, Fidelity fidelity, const SourceMark& scenario) {
-  try {
-    return plan_collective(r, fidelity);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(scenario, fmt::format("{} {} over {} GPUs: {}", to_string(r.algorithm),
-                                            to_string(r.op), r.ranks, e.what()));
-  }
-}
-
-// Simulates collectives on one platform, caching durations by (op, algorithm, bytes, group).
-class CollectiveTimer {
- public:
-  CollectiveTimer(Simulation& sim, Fidelity fidelity, SourceMark scenario)
-      : sim_(sim), fidelity_(fidelity), scenario_(std::move(scenario)) {}
-
-  struct Group {
-    std::vector<DeviceId> devices;  // rank → GPU (workers, then dedicated servers)
-    CollectiveRequest base;         // ranks, ranks_per_node, channels, ps options
-    // In-switch reduction where it can run on this group (see set_in_switch): NVLS in one
-    // server (the GPUs, then their NVSwitch), NVLSTree across servers (the GPUs, then each
-    // server's NVSwitch); nvls_devices is empty when neither can.
-    Algorithm nvls_algorithm = Algorithm::Nvls;
-    std::vector<DeviceId> nvls_devices;
-    // NVLS across servers with SHARP: NVLSTree can run too (its devices, the GPUs and the
-    // NVSwitches, are the first part of nvls_devices), and NCCL's tuner chooses between them.
-    bool tree_too = false;
-    [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
-      return a == Algorithm::Nvls || a == Algorithm::NvlsTree ? nvls_devices : devices;
-    }
-    [[nodiscard]] std::optional<Algorithm> in_switch() const {
-      if (nvls_devices.empty()) return std::nullopt;
-      return nvls_algorithm;
-    }
-    // Under NCCL's software model, NCCL's view of the group (nccl_tuner.hpp): `auto` runs
-    // the algorithm its tuner picks for each bucket.
-    std::optional<NcclTopologyView> nccl_view;
-  };
-
-  // The fastest of `algorithms` for (op, bytes) on `group` — or, when the group has NCCL's
-  // view and there is a choice, the one NCCL's tuner picks; returns its duration and name.
-  std::pair<Seconds, Algorithm> time(const Group& group, int group_id, CollectiveOp op,
-                                     const std::vector<Algorithm>& candidates, Bytes bytes,
-                                     std::vector<double>* link_bytes_a,
-                                     std::vector<double>* link_bytes_b) {
-    std::vector<Algorithm> algorithms = candidates;
-    if (group.nccl_view && algorithms.size() > 1)
-      algorithms = {nccl_tune(*group.nccl_view, op, bytes, candidates).algorithm};
-    std::pair<Seconds, Algorithm> best{Seconds(-1.0), algorithms.front()};
-    for (Algorithm a : algorithms) {
-      const auto key = std::make_tuple(group_id, static_cast<int>(op), static_cast<int>(a),
-                                       bytes.bytes());
-      auto it = cache_.find(key);
-      if (it == cache_.end()) {
-        if (const auto near = detail::find_nearby_size(cache_, key); near != cache_.end()) {
-          const double factor = bytes.bytes() / std::get<3>(near->first);
-          it = cache_.emplace(key, detail::scaled_timing(near->second, factor)).first;
-        } else {
-          CollectiveRequest r = group.base;
-          r.op = op;
-          r.algorithm = a;
-          r.bytes = bytes;
-          PlanTiming t = sim_.run_plan(plan_or_fail(r, fidelity_, scenario_),
-                                       group.devices_for(a), fidelity_);
-          it = cache_.emplace(key, std::move(t)).first;
-        }
-      }
-      if (best.first.seconds() < 0 || it->second.time < best.first) {
-        best = {it->second.time, a};
-        best_timing_ = &it->second;
-      }
-    }
-    if (link_bytes_a != nullptr && best_timing_ != nullptr) {
-      for (std::size_t l = 0; l < best_timing_->bytes_a_to_b.size(); ++l) {
-        (*link_bytes_a)[l] += best_timing_->bytes_a_to_b[l];
-        (*link_bytes_b)[l] += best_timing_->bytes_b_to_a[l];
-      }
-    }
-    return best;
-  }
-
- private:
-  using Key = std::tuple<int, int, int, double>;
-  Simulation& sim_;
-  Fidelity fidelity_;
-  SourceMark scenario_;
-  std::map<Key, PlanTiming> cache_;
-  const PlanTiming* best_timing_ = nullptr;
-};
-
-// The in-switch reduction `bench --algo auto` would try on `gpus` (node-major, `ppn` per
-// server), with its devices: NVLS over one NVSwitch domain (nvls_switch()), NVLSTree over
-// several servers with one each (nvls_tree_devices()); both need NVLink4 or later, NCCL's
-// software model (which carries NVLS's bandwidth factor) and 2+ GPUs. Sets group.nvls_devices
-// empty, and *why, when neither can run.
-void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
-                   const std::vector<DeviceId>& gpus, std::uint32_t ppn, bool tree,
-                   std::string* why) {
-  group.nvls_devices.clear();
-  group.base.sharp_of_local.clear();
-  group.tree_too = false;
-  if (gpus.size() < 2) {
-    if (why) *why = "in-switch reduction needs 2 GPUs or more";
-    return;
-  }
-  if (topo.software() != SoftwareModel::Nccl) {
-    if (why) *why = "NVLS is NCCL's algorithm: the topology has software: none";
-    return;
-  }
-  // Across servers NVLS with SHARP where the switches reduce (then NVLSTree too, tree_too),
-  // unless NVLSTree was asked for.
-  std::vector<Algorithm> tries;
-  if (ppn >= gpus.size()) tries = {Algorithm::Nvls};
-  else if (tree) tries = {Algorithm::NvlsTree};
-  else tries = {Algorithm::Nvls, Algorithm::NvlsTree};
-  for (Algorithm a : tries) {
-    try {
-      NvlsSharpDevices d = in_switch_devices(topo, gpus, ppn, a);
-      group.nvls_algorithm = a;
-      group.tree_too = a == Algorithm::Nvls && !d.sharp_of_local.empty();
-      group.nvls_devices = std::move(d.devices);
-      group.base.sharp_of_local = std::move(d.sharp_of_local);
-      return;
-    } catch (const ConfigError& e) {
-      if (why && (a == tries.back() || a == Algorithm::Nvls)) *why = e.what();
-    }
-  }
-}
-
-// The algorithms to try for one collective. `in_switch`: the group's NVLS or NVLSTree, if
-// any. Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS or NVLSTree);
-// NCCL has no 2-D hierarchical AllReduce, which auto adds only with software: none.
-std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std::uint32_t ranks,
-                                      std::uint32_t ppn, std::optional<Algorithm> in_switch,
-                                      bool tree_too, bool nccl) {
-  if (sync.strategy != SyncStrategy::AllReduce) return {Algorithm::ParameterServer};
-  if (op != CollectiveOp::AllReduce) return {Algorithm::Ring};  // Top-K all-gather
-  switch (sync.algorithm) {
-    case SyncAlgorithm::Ring: return {Algorithm::Ring};
-    case SyncAlgorithm::Tree: return {Algorithm::Tree};
-    case SyncAlgorithm::Hierarchical:
-      if (ppn <= 1 || ranks <= ppn) return {Algorithm::Ring};
-      return {Algorithm::Hierarchical};
-    // The one-server reference of an NVLSTree cluster runs NVLS, and falls back to Ring where
-    // no in-switch reduction applies (the loader rejects that for the whole cluster).
-    case SyncAlgorithm::Nvls:
-    case SyncAlgorithm::NvlsTree: return {in_switch.value_or(Algorithm::Ring)};
-    case SyncAlgorithm::Auto: {
-      std::vector<Algorithm> a = auto_candidates(op, ranks, ppn, nccl);
-      if (in_switch) a.push_back(*in_switch);
-      if (tree_too) a.push_back(Algorithm::NvlsTree);
-      return a;
-    }
-  }
-  return {Algorithm::Ring};
-}
 
 std::vector<UtilizationSample> utilization_timeline(const StepTimeline& t, int samples) {
   std::vector<UtilizationSample> out;

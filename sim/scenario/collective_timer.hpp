@@ -1,0 +1,87 @@
+// The scenario runner's collective timer: simulates the collectives of a step on one platform,
+// caching durations by (op, algorithm, bytes, group), and chooses what each bucket runs (the
+// algorithms to try, the in-switch reduction a group can use). Internal to the runner.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "gradsync/config_error.hpp"
+#include "gradsync/engine.hpp"
+#include "gradsync/nccl_tuner.hpp"
+#include "gradsync/scenario_config.hpp"
+
+namespace gradsync::detail {
+
+// plan_collective(), with a request it cannot plan (e.g. beyond the transfers one plan holds)
+// reported as bad input of the scenario rather than as an internal error.
+[[nodiscard]] Plan plan_or_fail(const CollectiveRequest& r, Fidelity fidelity,
+                                const SourceMark& scenario);
+
+// Simulates collectives on one platform, caching durations by (op, algorithm, bytes, group).
+class CollectiveTimer {
+ public:
+  CollectiveTimer(Simulation& sim, Fidelity fidelity, SourceMark scenario)
+      : sim_(sim), fidelity_(fidelity), scenario_(std::move(scenario)) {}
+
+  struct Group {
+    std::vector<DeviceId> devices;  // rank → GPU (workers, then dedicated servers)
+    CollectiveRequest base;         // ranks, ranks_per_node, channels, ps options
+    // In-switch reduction where it can run on this group (see set_in_switch): NVLS in one
+    // server (the GPUs, then their NVSwitch), NVLSTree across servers (the GPUs, then each
+    // server's NVSwitch); nvls_devices is empty when neither can.
+    Algorithm nvls_algorithm = Algorithm::Nvls;
+    std::vector<DeviceId> nvls_devices;
+    // NVLS across servers with SHARP: NVLSTree can run too (its devices, the GPUs and the
+    // NVSwitches, are the first part of nvls_devices), and NCCL's tuner chooses between them.
+    bool tree_too = false;
+    [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
+      return a == Algorithm::Nvls || a == Algorithm::NvlsTree ? nvls_devices : devices;
+    }
+    [[nodiscard]] std::optional<Algorithm> in_switch() const {
+      if (nvls_devices.empty()) return std::nullopt;
+      return nvls_algorithm;
+    }
+    // Under NCCL's software model, NCCL's view of the group (nccl_tuner.hpp): `auto` runs
+    // the algorithm its tuner picks for each bucket.
+    std::optional<NcclTopologyView> nccl_view;
+  };
+
+  // The fastest of `algorithms` for (op, bytes) on `group` — or, when the group has NCCL's
+  // view and there is a choice, the one NCCL's tuner picks; returns its duration and name.
+  std::pair<Seconds, Algorithm> time(const Group& group, int group_id, CollectiveOp op,
+                                     const std::vector<Algorithm>& candidates, Bytes bytes,
+                                     std::vector<double>* link_bytes_a,
+                                     std::vector<double>* link_bytes_b);
+
+ private:
+  using Key = std::tuple<int, int, int, double>;
+  Simulation& sim_;
+  Fidelity fidelity_;
+  SourceMark scenario_;
+  std::map<Key, PlanTiming> cache_;
+  const PlanTiming* best_timing_ = nullptr;
+};
+
+// The in-switch reduction `bench --algo auto` would try on `gpus` (node-major, `ppn` per
+// server), with its devices: NVLS over one NVSwitch domain (nvls_switch()), NVLSTree over
+// several servers with one each (nvls_tree_devices()); both need NVLink4 or later, NCCL's
+// software model (which carries NVLS's bandwidth factor) and 2+ GPUs. Sets group.nvls_devices
+// empty, and *why, when neither can run.
+void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
+                   const std::vector<DeviceId>& gpus, std::uint32_t ppn, bool tree,
+                   std::string* why);
+
+// The algorithms to try for one collective. `in_switch`: the group's NVLS or NVLSTree, if
+// any. Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS or NVLSTree);
+// NCCL has no 2-D hierarchical AllReduce, which auto adds only with software: none.
+[[nodiscard]] std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op,
+                                                    std::uint32_t ranks, std::uint32_t ppn,
+                                                    std::optional<Algorithm> in_switch,
+                                                    bool tree_too, bool nccl);
+
+}  // namespace gradsync::detail
