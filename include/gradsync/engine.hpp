@@ -90,6 +90,9 @@ class Simulation {
   // pair of the component carries as many (sim/engine/flow_symmetry.hpp). Off: every flow is
   // replayed (the reference the reductions are tested against).
   void set_symmetry(bool on);
+  // Links no set of flows can saturate are left out of the SimGrid routes (on by default,
+  // PlatformOptions::drop_implied_links). Off: every link stays. Before build() only.
+  void set_drop_implied_links(bool on);
   // Called during a build() or run_plan() that has lasted over `after` of wall time, then at
   // most every `every`; empty (the default): never. Never changes what is simulated.
   void set_progress(std::function<void(const RunProgress&)> report,

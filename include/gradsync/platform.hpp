@@ -78,6 +78,10 @@ struct PlatformOptions {
       latency_model;
   // Called every 1024 routed pairs with (pairs routed, pairs), for progress on a terminal.
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // Leave out of the SimGrid routes the switch-to-switch links and aggregates no set of flows
+  // can saturate (sim/platform/implied_links.hpp): the same rates, fewer coupled flows. Off:
+  // every link stays (to check that it changes nothing).
+  bool drop_implied_links = true;
 };
 
 // The two directions of one topology link in SimGrid. For a half-duplex link both are the
@@ -102,6 +106,9 @@ struct PlatformRoute {
   std::vector<simgrid::s4u::Host*> qp_sources;
   std::vector<Route> qp_routes;
   std::vector<LinkShare> link_shares;  // share of the pair's bytes on each link and direction
+  // The SimGrid constraints its flows share with others (indices into
+  // Platform::constraint_links): its route's and every QP's, implied links left out.
+  std::vector<std::uint32_t> sim_constraints;
 };
 
 struct Platform {
@@ -110,6 +117,9 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> device_hosts;  // index: DeviceId; nullptr without a host
   std::vector<PlatformLink> links;                // index: LinkId
   std::vector<PlatformRoute> routes;              // requested order, duplicates and src == dst dropped
+  // Every SimGrid constraint a route crosses (a topology link's direction, an aggregate, a TCP
+  // host port), by index; PlatformRoute::sim_constraints refers to them.
+  std::vector<const simgrid::s4u::Link*> constraint_links;
 
   // The SimGrid link carrying traffic over topology link `id` when leaving device `from`.
   [[nodiscard]] simgrid::s4u::Link* link_from(const Topology& topology, LinkId id,

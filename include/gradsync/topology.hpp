@@ -302,7 +302,7 @@ class Router {
 
  private:
   [[nodiscard]] std::uint64_t link_cost(LinkId id) const;
-  [[nodiscard]] bool may_forward(DeviceId id) const;
+  [[nodiscard]] bool may_forward(DeviceId id) const { return forwards_[id] != 0; }
 
   // Distances are kept for the most recently used destinations only, so memory stays
   // O(kCachedDestinations × devices) however many pairs are routed.
@@ -336,6 +336,17 @@ class Router {
   // their neighbour's plus the link, when a source's first hop needs it.
   std::vector<DeviceId> stub_exit_;  // the one forwarding neighbour, or the device itself
   std::vector<std::uint64_t> stub_cost_;
+  std::vector<char> forwards_;  // per device: may_forward()
+  // Per forwarding device u, the hops a search toward any destination other than u relaxes
+  // from it: its forwarding neighbours that are not stubs, with the link's cost, contiguous
+  // (CSR: transit_[transit_offset_[u] .. transit_offset_[u + 1])). Built once; the search then
+  // reads no Device or Link (16,384 destinations x the fabric's links on a 16k-GPU cluster).
+  struct Transit {
+    DeviceId to;
+    std::uint64_t cost;
+  };
+  std::vector<std::size_t> transit_offset_;
+  std::vector<Transit> transit_;
   mutable std::vector<CachedDistances> cache_;  // ring buffer of recent destinations
   mutable std::size_t cache_next_ = 0;
 };

@@ -269,9 +269,11 @@ void print_text(const LoadedScenario& loaded, const AdviceBaseline& b, const Adv
   if (!a.networks.empty()) {
     if (a.cheapest_network) {
       const NetworkOption& n = a.networks[*a.cheapest_network];
-      const bool by_price = std::all_of(a.networks.begin(), a.networks.end(), [](const NetworkOption& o) {
-        return !o.outcome.under_rule() || (o.own_prices && o.outcome.cluster_cost);
-      });
+      const bool by_price =
+          std::all_of(a.networks.begin(), a.networks.end(), [](const NetworkOption& option) {
+            return !option.outcome.under_rule() ||
+                   (option.own_prices && option.outcome.cluster_cost);
+          });
       std::cout << fmt::format(
           "  cheapest network that meets the {} rule: {}{} (step {}, exposed {}){}{}\n",
           percent(kCommunicationBoundShare), n.label, n.baseline ? ", the baseline's" : "",

@@ -14,23 +14,14 @@ const detail::FlowShape& Simulation::Impl::flow_shape(DeviceId src, DeviceId dst
     shape.plain = false;
     return shape;
   }
-  // One sub-flow on one path of topology links: no queue pairs or rails, no adaptive
-  // spreading (whose branching hops are aggregate SimGrid links).
-  shape.plain = route->qp_sources.empty() &&
-                std::all_of(route->link_shares.begin(), route->link_shares.end(),
-                            [](const LinkShare& s) { return s.share == 1.0; });
-  const auto add_port = [&](LinkId link, DeviceId from) {
-    const sg4::Link* l = platform.link_from(*topology, link, from);
+  // One sub-flow (no queue pairs or rails); its constraints are the SimGrid links it shares,
+  // aggregates of adaptive spreading included (the links no flow can saturate are not among
+  // them, build_platform): identical components of such flows have identical max-min rates.
+  shape.plain = route->qp_sources.empty();
+  for (std::uint32_t c : route->sim_constraints) {
+    const sg4::Link* l = platform.constraint_links[c];
     shape.ports.push_back({reinterpret_cast<std::uintptr_t>(l), l->get_bandwidth(),
                            static_cast<int>(l->get_sharing_policy())});
-  };
-  const auto add_route = [&](const Route& r) {
-    for (std::size_t i = 0; i < r.links.size(); ++i) add_port(r.links[i], r.devices[i]);
-  };
-  add_route(route->route);
-  if (!shape.plain) {  // every link any part of it may use (conservative coupling)
-    for (const Route& r : route->qp_routes) add_route(r);
-    for (const LinkShare& s : route->link_shares) add_port(s.link, s.from);
   }
   shape.latency_s = base_latency(Bytes(0.0), src, dst, route->latency).seconds();
   const auto cls = route_class.find(key);

@@ -11,6 +11,7 @@ void Simulation::Impl::build(const std::vector<std::pair<DeviceId, DeviceId>>& p
   if (built) throw std::logic_error("Simulation::build called twice");
   PlatformOptions options;
   options.ecmp_seed = ecmp_seed;
+  options.drop_implied_links = drop_implied_links;
   options.latency_model = [this](Bytes size, DeviceId src, DeviceId dst, Seconds route_latency) {
     const Seconds latency = next_latency_override
                                 ? Seconds(*next_latency_override)
@@ -199,6 +200,11 @@ void Simulation::build(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) 
 }
 
 void Simulation::set_symmetry(bool on) { impl_->symmetry = on; }
+
+void Simulation::set_drop_implied_links(bool on) {
+  if (impl_->built) throw std::logic_error("Simulation::set_drop_implied_links after build");
+  impl_->drop_implied_links = on;
+}
 
 void Simulation::set_progress(std::function<void(const RunProgress&)> report,
                               std::chrono::milliseconds after, std::chrono::milliseconds every) {

@@ -165,6 +165,7 @@ struct Simulation::Impl {
   // RTT-biased TCP sharing (routes then weigh differently in SimGrid); per device its index in
   // its server (network devices: past every server index), and the shapes of this phase.
   bool symmetry = true;
+  bool drop_implied_links = true;  // PlatformOptions::drop_implied_links
   bool rtt_biased = false;
   std::vector<std::uint32_t> local_order;
   std::unordered_map<std::uint64_t, detail::FlowShape> flow_shapes;

@@ -57,6 +57,8 @@ Router::Router(const Topology& topology) : topology_(&topology) {
     link_costs_.push_back(kHopCost + static_cast<std::uint64_t>(width));
   }
   const std::size_t n = topology.devices().size();
+  forwards_.resize(n);
+  for (DeviceId d = 0; d < n; ++d) forwards_[d] = topology.device(d).kind != DeviceKind::Gpu;
   stub_exit_.resize(n);
   stub_cost_.assign(n, kUnreachable);
   for (DeviceId d = 0; d < n; ++d) {
@@ -77,13 +79,19 @@ Router::Router(const Topology& topology) : topology_(&topology) {
       stub_cost_[d] = cost;
     }
   }
+  transit_offset_.assign(n + 1, 0);
+  for (DeviceId u = 0; u < n; ++u) {
+    transit_offset_[u] = transit_.size();
+    if (!may_forward(u)) continue;
+    for (LinkId id : topology.links_of(u)) {
+      const DeviceId v = topology.link(id).other(u);
+      if (may_forward(v) && stub_exit_[v] == v) transit_.push_back(Transit{v, link_costs_[id]});
+    }
+  }
+  transit_offset_[n] = transit_.size();
 }
 
 std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
-
-bool Router::may_forward(DeviceId id) const {
-  return topology_->device(id).kind != DeviceKind::Gpu;
-}
 
 Router::CachedDistances& Router::slot_for(DeviceId dst) const {
   if (dst >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
@@ -151,17 +159,24 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
     c.heap.pop_back();
     if (c.settled[u] || d != c.dist[u]) continue;
     c.settled[u] = 1;
-    for (LinkId id : topology_->links_of(u)) {
-      const DeviceId v = links[id].other(u);
-      if (!may_forward(v) || c.settled[v]) continue;  // GPUs never forward
-      if (stub_exit_[v] != v && u != c.dst) continue;  // never in transit (see stub_exit_)
-      const std::uint64_t nd = d + link_costs_[id];
+    auto relax = [&](DeviceId v, std::uint64_t cost) {
+      if (c.settled[v]) return;
+      const std::uint64_t nd = d + cost;
       if (nd < c.dist[v]) {
         set_distance(c, v, nd);
         c.heap.emplace_back(nd, v);
         std::push_heap(c.heap.begin(), c.heap.end(), later);
       }
+    };
+    if (u == c.dst) {  // the destination's stub neighbours too (see stub_exit_)
+      for (LinkId id : topology_->links_of(u)) {
+        const DeviceId v = links[id].other(u);
+        if (may_forward(v)) relax(v, link_costs_[id]);  // GPUs never forward
+      }
+      continue;
     }
+    for (std::size_t e = transit_offset_[u]; e < transit_offset_[u + 1]; ++e)
+      relax(transit_[e].to, transit_[e].cost);  // never a stub in transit
   }
 }
 
