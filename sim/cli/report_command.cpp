@@ -39,8 +39,8 @@
 #include "../sweep/sweep_results.hpp"
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
-#include "run_json.hpp"
 #include "gradsync/config_error.hpp"
+#include "gradsync/run_json.hpp"
 
 namespace gradsync::cli {
 namespace {
