@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Every key of `gradsync run --json` that other commands read back (include/gradsync/run_json.hpp: advise,
-sweep's regression gate, report) is in a real run's output, with the type its readers expect.
+"""Every key of `gradsync run --json` that other commands read back (include/gradsync/run_json.hpp:
+advise, sweep's regression gate, report) is in a real run's output, with the type its readers
+expect.
 
 Usage: GRADSYNC=/path/to/gradsync python3 test/run_json_keys_test.py SOURCE_DIR
 Python 3 standard library only.
