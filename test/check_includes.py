@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Layering of gradsync's own headers: a file includes only headers of its library or of the
-libraries below it, model < config, trace < engine < cli < python.
+libraries below it, model < config, trace < engine < report < cli < python.
 
 Usage: python3 test/check_includes.py PROJECT_DIR
 
@@ -19,15 +19,19 @@ import re
 import sys
 
 LEVEL = {"gradsync_model": 0, "gradsync_config": 1, "gradsync_trace": 1,
-         "gradsync_engine": 2, "gradsync_cli": 3, "gradsync_python": 4, "gradsync": 4}
+         "gradsync_engine": 2, "gradsync_report": 3, "gradsync_cli": 4, "gradsync_python": 5,
+         "gradsync": 5}
 ALLOWED = {  # what each library may include besides itself and the model
     "gradsync_model": set(),
     "gradsync_config": set(),
     "gradsync_trace": set(),
     "gradsync_engine": {"gradsync_config"},
-    "gradsync_cli": {"gradsync_config", "gradsync_trace", "gradsync_engine"},
-    "gradsync_python": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_cli"},
-    "gradsync": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_cli"},
+    "gradsync_report": {"gradsync_config", "gradsync_engine"},
+    "gradsync_cli": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report"},
+    "gradsync_python": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
+                        "gradsync_cli"},
+    "gradsync": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
+                 "gradsync_cli"},
 }
 
 

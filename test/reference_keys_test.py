@@ -14,10 +14,10 @@ Keys are read statically from the sources (no build needed):
   entries are written N). Top-level keys must appear as themselves (`nodes`). Where the path is
   only known at run time (`parent.path(key)`), or a list is not used by a reader, a backticked
   name that ends in `.key` also counts.
-- sim/cli/run_command.cpp, result_json() (run_json::kX constants read from run_json.hpp): the
+- sim/report/run_report.cpp, run_result_json() (run_json::kX constants read from run_json.hpp): the
   top-level keys of `gradsync run --json` (exactly,
   `step_time_s`) and the keys of its nested objects written as out["x"] = {{"y", ...}}
-  (`parallel.data`). Skipped with a note if result_json() cannot be found.
+  (`parallel.data`). Skipped with a note if run_result_json() cannot be found.
 
 A key counts as documented when it appears in docs/reference.md in backticks. Exit status 1,
 with the missing keys listed, when one does not; otherwise prints "N keys documented".
@@ -35,8 +35,8 @@ LOADERS = [
     "+sim/config/scenario_loader.cpp",
     "sim/config/sweep_loader.cpp",
 ]
-RUN_COMMAND = "sim/cli/run_command.cpp"
-RUN_JSON_KEYS = "sim/cli/run_json.hpp"  # run_json::kX constants, read as their strings
+RUN_REPORT = "sim/report/run_report.cpp"
+RUN_JSON_KEYS = "include/gradsync/run_json.hpp"  # run_json::kX constants, read as their strings
 REFERENCE = "docs/reference.md"
 
 # Readers whose label is a word for error messages rather than the dotted path of the keys.
@@ -189,13 +189,13 @@ def loader_requirements(root):
 
 
 def run_json_requirements(root):
-    """(token, exact, origin) for the keys result_json() writes; [] with a note if not found."""
-    path = os.path.join(root, RUN_COMMAND)
+    """(token, exact, origin) for the keys run_result_json() writes; [] with a note if not found."""
+    path = os.path.join(root, RUN_REPORT)
     try:
         with open(path, encoding="utf-8") as f:
             text = strip_comments(f.read())
     except OSError as e:
-        print(f"note: {RUN_COMMAND}: {e}; run --json keys not checked")
+        print(f"note: {RUN_REPORT}: {e}; run --json keys not checked")
         return []
     try:
         with open(os.path.join(root, RUN_JSON_KEYS), encoding="utf-8") as f:
@@ -203,14 +203,14 @@ def run_json_requirements(root):
                 text = re.sub(rf"\brun_json::{m.group(1)}\b", f'"{m.group(2)}"', text)
     except OSError:
         pass
-    start = text.find("result_json(const")
+    start = text.find("run_result_json(const")
     body = text.find("{", text.find(")", start)) if start >= 0 else -1
     if body < 0:
-        print(f"note: no result_json() in {RUN_COMMAND}; run --json keys not checked")
+        print(f"note: no run_result_json() in {RUN_REPORT}; run --json keys not checked")
         return []
     _, body_end = braced_entry_keys(text, body)
     fn = text[body:body_end]
-    origin = f"{RUN_COMMAND} result_json()"
+    origin = f"{RUN_REPORT} run_result_json()"
     reqs = []
     m = re.search(r"\bout\s*=\s*\{", fn)
     if m:
@@ -222,7 +222,7 @@ def run_json_requirements(root):
             sub, _ = braced_entry_keys(fn, m.end())
             reqs.extend((f"{m.group(1)}.{k}", True, origin) for k in sub)
     if not reqs:
-        print(f"note: found no keys in result_json() of {RUN_COMMAND}")
+        print(f"note: found no keys in run_result_json() of {RUN_REPORT}")
     return reqs
 
 

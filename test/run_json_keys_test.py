@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Every key of `gradsync run --json` that other commands read back (sim/cli/run_json.hpp: advise,
-sweep's regression gate, report) is in a real run's output, with the type its readers expect.
+"""Every key of `gradsync run --json` that other commands read back (include/gradsync/run_json.hpp:
+advise, sweep's regression gate, report) is in a real run's output, with the type its readers
+expect.
 
 Usage: GRADSYNC=/path/to/gradsync python3 test/run_json_keys_test.py SOURCE_DIR
 Python 3 standard library only.
@@ -19,7 +20,7 @@ OBJECTS = {"kBottleneck", "kMemoryPerGpu"}
 
 def main():
     source = sys.argv[1]
-    with open(os.path.join(source, "sim", "cli", "run_json.hpp"), encoding="utf-8") as f:
+    with open(os.path.join(source, "include", "gradsync", "run_json.hpp"), encoding="utf-8") as f:
         keys = dict(re.findall(r'constexpr const char\* (k\w+) = "(\w+)";', f.read()))
     if len(keys) < 10:
         sys.exit(f"found only {len(keys)} keys in run_json.hpp")

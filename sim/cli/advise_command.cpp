@@ -18,10 +18,10 @@
 
 #include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
-#include "run_json.hpp"
 #include "gradsync/advise.hpp"
 #include "gradsync/advisor.hpp"
 #include "gradsync/config_error.hpp"
+#include "gradsync/run_json.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/step_schedule.hpp"
 #include "gradsync/units.hpp"

@@ -38,6 +38,7 @@
 #include "commands.hpp"
 #include "gradsync/config_error.hpp"
 #include "gradsync/sweep.hpp"
+#include "gradsync/sweep_summary.hpp"
 #include "gradsync/units.hpp"
 
 namespace gradsync::cli {
@@ -385,68 +386,18 @@ void sweep_run(const SweepCliOptions& o) {
   std::optional<sweep::BaselineReport> gate;
   if (baseline) gate = sweep::compare_to_baseline(*baseline, records, max_regression);
 
-  const double wall = progress.elapsed();
-  if (o.json) {
-    Json regressions = Json::array();
-    if (gate)
-      for (const auto& g : gate->regressions)
-        regressions.push_back({{"point", g.id}, {"sets", g.sets}, {"baseline", g.baseline},
-                               {"old_step_time_s", g.old_step_s},
-                               {"new_step_time_s", g.error.empty() ? Json(g.new_step_s) : Json(nullptr)},
-                               {"error", g.error.empty() ? Json(nullptr) : Json(g.error)}});
-    Json failures = Json::array();
-    for (const PointRecord* r : failed)
-      failures.push_back({{"point", r->id}, {"sets", r->load()["sets"]}, {"error", r->error}});
-    Json out{{"sweep", spec.name},
-             {"dir", dir.string()},
-             {"points", records.size()},
-             {"ran", ran},
-             {"reused", records.size() - ran},
-             {"failed", failures},
-             {"interrupted", interrupted},
-             {"wall_s", wall},
-             {"results_csv", (dir / "results.csv").string()},
-             {"results_jsonl", (dir / "results.jsonl").string()}};
-    if (gate) {
-      out["baseline"] = o.baseline;
-      out["max_regression"] = max_regression;
-      out["compared"] = gate->compared;
-      out["unmatched"] = gate->unmatched;
-      out["regressions"] = regressions;
-    }
-    std::cout << out.dump(2) << '\n';
-  } else {
-    std::cout << fmt::format("{}: {} points ({} run now{}), {} failed, {:.1f} s → {}\n", spec.name,
-                             records.size(), ran,
-                             records.size() > ran
-                                 ? fmt::format(", {} from before", records.size() - ran)
-                                 : "",
-                             failed.size(), wall, (dir / "results.csv").string());
-    for (std::size_t i = 0; i < failed.size() && i < 20; ++i)
-      std::cout << fmt::format("failed: {} {}: {}\n", failed[i]->id,
-                               failed[i]->load()["sets"].dump(),
-                               first_line(failed[i]->error));
-    if (failed.size() > 20) std::cout << fmt::format("… and {} more failed points\n", failed.size() - 20);
-    if (gate) {
-      for (const auto& g : gate->regressions) {
-        if (!g.error.empty())
-          std::cout << fmt::format("regression: {} ({}): now fails ({}: ran in {:.6g} s): {}\n",
-                                   g.id, g.sets, g.baseline, g.old_step_s, first_line(g.error));
-        else
-          std::cout << fmt::format(
-              "regression: {} ({}): step_time_s {:.6g} → {:.6g} s ({:+.1f} %, limit {:.1f} %; "
-              "baseline {})\n",
-              g.id, g.sets, g.old_step_s, g.new_step_s,
-              100.0 * (g.new_step_s / g.old_step_s - 1.0), 100.0 * max_regression, g.baseline);
-      }
-      std::cout << fmt::format("baseline {}: {} points compared, {} regressed beyond {:.1f} %{}\n",
-                               o.baseline, gate->compared, gate->regressions.size(),
-                               100.0 * max_regression,
-                               gate->unmatched
-                                   ? fmt::format(", {} points not in the baseline", gate->unmatched)
-                                   : "");
-    }
-  }
+  SweepSummary summary{spec.name, dir.string(), (dir / "results.csv").string(),
+                       (dir / "results.jsonl").string(), records.size(), ran, interrupted,
+                       progress.elapsed()};
+  for (const PointRecord* r : failed)
+    summary.failed.push_back({r->id, r->load()["sets"], r->error});
+  if (gate)
+    summary.gate = SweepSummary::Gate{o.baseline, max_regression, gate->compared,
+                                      gate->unmatched, gate->regressions};
+  if (o.json)
+    std::cout << sweep_summary_json(summary).dump(2) << '\n';
+  else
+    std::cout << sweep_summary_text(summary);
   std::cout.flush();
   if (interrupted > 0)
     std::cerr << fmt::format("sweep: {} points were stopped by a signal to their worker and are "

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "../cli/run_json.hpp"
 #include "gradsync/config_error.hpp"
+#include "gradsync/run_json.hpp"
 
 namespace gradsync::sweep {
 

@@ -9,19 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "gradsync/sweep_summary.hpp"
 #include "sweep_results.hpp"
 
 namespace gradsync::sweep {
 
-// --baseline OLD.csv --max-regression 5%: points matched by their swept-key values.
-struct Regression {
-  std::string id;
-  std::string sets;        // "key=value, key=value"
-  std::string baseline;    // OLD.csv:LINE
-  double old_step_s = 0;
-  double new_step_s = 0;   // 0 when the point now fails
-  std::string error;       // the point's error when it now fails
-};
+// --baseline OLD.csv --max-regression 5%: points matched by their swept-key values; a point
+// flagged is a SweepRegression, as `gradsync sweep` prints it (sweep_summary.hpp).
+using Regression = SweepRegression;
 struct BaselineReport {
   std::vector<Regression> regressions;
   std::size_t compared = 0;   // points with a successful baseline row and a result now

@@ -1,7 +1,7 @@
 // Sweep results on disk: crash-safe per-point files, regenerated results.jsonl/csv, the
 // manifest, CSV reading for --baseline, and the regression comparison. See sweep_results.hpp.
 #include "sweep_results.hpp"
-#include "../cli/run_json.hpp"
+#include "gradsync/run_json.hpp"
 
 #include <algorithm>
 #include <cctype>

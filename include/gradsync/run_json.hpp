@@ -1,5 +1,5 @@
 // The keys of `gradsync run --json` that other commands read back (docs/reference.md lists
-// them all): written by run_command.cpp's result_json(), read by advise (its what-if
+// them all): written by run_result_json() (run_report.hpp), read by advise (its what-if
 // outcomes), sweep's regression gate and report. One spelling each, here; a test compares them
 // with a real run's output (cli: run --json has every key its readers use).
 #pragma once
