@@ -38,7 +38,7 @@
 #include "gradsync/config_error.hpp"
 #include "gradsync/memory_budget.hpp"
 #include "../engine/fabric_correction.hpp"
-#include "implied_links.hpp"
+#include "bypass_routes.hpp"
 
 namespace gradsync {
 
@@ -368,12 +368,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   std::vector<sg4::LinkInRoute> hops;
   // Every route's hops (each pair's, then each of its QPs'), added to the zone once the links
   // no flow can saturate are known (below).
-  struct PendingRoute {
-    const sg4::Host* from;
-    std::size_t route;
-    std::vector<sg4::LinkInRoute> hops;
-  };
-  std::vector<PendingRoute> pending;
+  std::vector<detail::PendingRoute> pending;
   pending.reserve(p.routes.size());
   for (std::size_t k = 0; k < p.routes.size(); ++k) {
     PlatformRoute& pr = p.routes[k];
@@ -410,7 +405,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     const std::size_t hops_before_tcp = hops.size();
     tcp_host_ports.add_hops(pr.route, hops, pr.bottleneck);
     const double tcp_rate = hops.size() > hops_before_tcp ? pr.bottleneck.bytes_per_second() : 0.0;
-    pending.push_back(PendingRoute{p.device_hosts[src], k, hops});
+    pending.push_back(detail::PendingRoute{p.device_hosts[src], k, hops});
     table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{p.device_hosts[src],
                                                                  p.device_hosts[dst]},
                    RouteLatency{src, dst, pr.latency.seconds(), tcp_rate, carrier});
@@ -424,7 +419,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
       path_hops(pr.qp_routes[q], hops, qp_latency, qp_bottleneck);
       tcp_host_ports.add_hops(pr.qp_routes[q], hops, qp_bottleneck);
       pr.bottleneck = std::min(pr.bottleneck, qp_bottleneck);
-      pending.push_back(PendingRoute{pr.qp_sources[q], k, hops});
+      pending.push_back(detail::PendingRoute{pr.qp_sources[q], k, hops});
       table->emplace(std::pair<const sg4::Host*, const sg4::Host*>{pr.qp_sources[q],
                                                                    p.device_hosts[dst]},
                      RouteLatency{src, dst, qp_latency.seconds(), tcp_rate, qp_carrier});
@@ -432,60 +427,11 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
     p.route_index_.emplace(pair_key(src, dst), k);
   }
 
-  // The constraints of the routes (implied_links.hpp): a topology link's direction (a
-  // candidate between two switches), an aggregate (a candidate), a carrier or a TCP host port.
-  std::unordered_map<const sg4::Link*, LinkId> topology_link_of;
-  for (LinkId id = 0; id < route_links.size(); ++id) topology_link_of.emplace(route_links[id], id);
-  std::unordered_set<const sg4::Link*> aggregate_links;
-  for (const auto& [key, link] : aggregates) aggregate_links.insert(link);
-  std::vector<detail::Constraint> constraints;
-  std::unordered_map<const sg4::Link*, std::uint32_t> constraint_of;  // by SimGrid link (half)
-  auto constraint_id = [&](const sg4::LinkInRoute& hop) {
-    const sg4::Link* link = hop.get_link();
-    detail::Constraint c;
-    if (const auto t = topology_link_of.find(link); t != topology_link_of.end()) {
-      const Link& l = topology.link(t->second);
-      link = hop.get_direction() == sg4::LinkInRoute::Direction::DOWN ? p.links[t->second].b_to_a
-                                                                       : p.links[t->second].a_to_b;
-      c.capacity = l.effective_bandwidth().bytes_per_second();
-      c.candidate = devices[l.a].kind == DeviceKind::Switch &&
-                    devices[l.b].kind == DeviceKind::Switch;
-    } else {
-      c.capacity = link->get_bandwidth();
-      c.shared = link->get_sharing_policy() == sg4::Link::SharingPolicy::SHARED;
-      c.candidate = aggregate_links.count(link) > 0;
-    }
-    auto [it, fresh] = constraint_of.emplace(link, static_cast<std::uint32_t>(constraints.size()));
-    if (fresh) {
-      constraints.push_back(c);
-      p.constraint_links.push_back(link);
-    }
-    return it->second;
-  };
-  std::vector<std::vector<std::uint32_t>> route_constraints(pending.size());
-  for (std::size_t r = 0; r < pending.size(); ++r)
-    for (const sg4::LinkInRoute& hop : pending[r].hops)
-      route_constraints[r].push_back(constraint_id(hop));
-  // Lossy RoCE's switch ports share by the number of flows (NONLINEAR, below): kept.
-  const bool lossy_roce = topology.roce() && !topology.roce()->pfc;
-  const std::vector<char> implied =
-      options.drop_implied_links && !lossy_roce
-          ? detail::implied_constraints(constraints, route_constraints)
-          : std::vector<char>(constraints.size(), 0);
-  for (std::size_t r = 0; r < pending.size(); ++r) {
-    PlatformRoute& pr = p.routes[pending[r].route];
-    hops.clear();
-    for (std::size_t i = 0; i < pending[r].hops.size(); ++i) {
-      const std::uint32_t c = route_constraints[r][i];
-      if (implied[c]) continue;
-      hops.push_back(pending[r].hops[i]);
-      if (p.constraint_links[c]->get_sharing_policy() != sg4::Link::SharingPolicy::FATPIPE)
-        pr.sim_constraints.push_back(c);
-    }
-    p.zone->add_bypass_route(pending[r].from->get_netpoint(),
-                             p.device_hosts[pr.dst]->get_netpoint(), nullptr, nullptr, hops);
-    std::vector<sg4::LinkInRoute>().swap(pending[r].hops);
-  }
+  // The routes into the zone, the links no flow can saturate left out (bypass_routes.hpp).
+  std::vector<const sg4::Link*> aggregate_links;
+  for (const auto& [key, link] : aggregates) aggregate_links.push_back(link);
+  detail::add_bypass_routes(topology, route_links, aggregate_links, pending,
+                            options.drop_implied_links, p);
 
   // Lossy RoCE: go-back-N goodput on its switch ports (roce_correction.cpp).
   detail::shape_lossy_roce_ports(topology, p);
