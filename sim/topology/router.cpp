@@ -155,7 +155,8 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
   const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
   while (!c.heap.empty() && c.heap.front().first < bound) {
     std::pop_heap(c.heap.begin(), c.heap.end(), later);
-    const auto [d, u] = c.heap.back();
+    const std::uint64_t d = c.heap.back().first;
+    const DeviceId u = c.heap.back().second;
     c.heap.pop_back();
     if (c.settled[u] || d != c.dist[u]) continue;
     c.settled[u] = 1;
