@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <span>
 #include <vector>
 
 #include "gradsync/config_error.hpp"
@@ -347,6 +348,20 @@ class Router {
   };
   std::vector<std::size_t> transit_offset_;
   std::vector<Transit> transit_;
+  // Every device's links in links_of() order with the neighbour, the cost and whether it is a
+  // GPU (CSR: neighbours_[neighbour_offset_[u] .. neighbour_offset_[u + 1])): a route's walk
+  // checks each link of a hop without reading Device or Link (a spine has thousands).
+  struct Neighbour {
+    LinkId link;
+    DeviceId to;
+    std::uint64_t cost;
+    bool gpu;
+  };
+  std::vector<std::size_t> neighbour_offset_;
+  std::vector<Neighbour> neighbours_;
+  [[nodiscard]] std::span<const Neighbour> neighbours(DeviceId u) const {
+    return {neighbours_.data() + neighbour_offset_[u], neighbours_.data() + neighbour_offset_[u + 1]};
+  }
   mutable std::vector<CachedDistances> cache_;  // ring buffer of recent destinations
   mutable std::size_t cache_next_ = 0;
 };

@@ -61,31 +61,52 @@ Router::Router(const Topology& topology) : topology_(&topology) {
   for (DeviceId d = 0; d < n; ++d) forwards_[d] = topology.device(d).kind != DeviceKind::Gpu;
   stub_exit_.resize(n);
   stub_cost_.assign(n, kUnreachable);
-  for (DeviceId d = 0; d < n; ++d) {
-    stub_exit_[d] = d;
-    if (!may_forward(d)) continue;
-    DeviceId exit = d;
-    std::uint64_t cost = kUnreachable;
-    bool several = false;
-    for (LinkId id : topology.links_of(d)) {
-      const DeviceId v = topology.link(id).other(d);
-      if (!may_forward(v)) continue;
-      if (exit != d && v != exit) several = true;
-      exit = v;
-      cost = std::min(cost, link_costs_[id]);
-    }
-    if (!several && exit != d) {
-      stub_exit_[d] = exit;
-      stub_cost_[d] = cost;
+  for (DeviceId d = 0; d < n; ++d) stub_exit_[d] = d;
+  // Stubs, outward: a forwarding device whose forwarding neighbours, once those that hang off
+  // it (stubs whose exit it is) are set aside, are exactly one non-stub device. A PCIe switch
+  // between a GPU and its NIC hangs off the NIC, and the NIC then off its leaf or rail switch:
+  // a search toward a destination expands neither (2,048 NICs per rail switch per destination
+  // on a 16k-GPU rail-optimized cluster). An exit is a non-stub when its stub is marked, so
+  // chains end at a device that stays one.
+  for (bool marked = true; marked;) {
+    marked = false;
+    for (DeviceId d = 0; d < n; ++d) {
+      if (!may_forward(d) || stub_exit_[d] != d) continue;
+      DeviceId exit = d;
+      std::uint64_t cost = kUnreachable;
+      bool several = false;
+      for (LinkId id : topology.links_of(d)) {
+        const DeviceId v = topology.link(id).other(d);
+        if (!may_forward(v) || stub_exit_[v] == d) continue;  // a GPU, or hangs off d
+        if (exit != d && v != exit) several = true;
+        exit = v;
+        cost = std::min(cost, link_costs_[id]);
+      }
+      if (!several && exit != d && stub_exit_[exit] == exit) {
+        stub_exit_[d] = exit;
+        stub_cost_[d] = cost;
+        marked = true;
+      }
     }
   }
+  neighbour_offset_.assign(n + 1, 0);
+  for (DeviceId u = 0; u < n; ++u) {
+    neighbour_offset_[u] = neighbours_.size();
+    for (LinkId id : topology.links_of(u)) {
+      const DeviceId v = topology.link(id).other(u);
+      neighbours_.push_back(Neighbour{id, v, link_costs_[id], !may_forward(v)});
+    }
+  }
+  neighbour_offset_[n] = neighbours_.size();
   transit_offset_.assign(n + 1, 0);
   for (DeviceId u = 0; u < n; ++u) {
     transit_offset_[u] = transit_.size();
     if (!may_forward(u)) continue;
     for (LinkId id : topology.links_of(u)) {
       const DeviceId v = topology.link(id).other(u);
-      if (may_forward(v) && stub_exit_[v] == v) transit_.push_back(Transit{v, link_costs_[id]});
+      // Not into a stub (a dead end in transit), but out of one toward its exit.
+      if (may_forward(v) && (stub_exit_[v] == v || v == stub_exit_[u]))
+        transit_.push_back(Transit{v, link_costs_[id]});
     }
   }
   transit_offset_[n] = transit_.size();
@@ -183,11 +204,15 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
 
 void Router::settle(CachedDistances& c, DeviceId v) const {
   if (c.settled[v]) return;
-  const bool next_to_dst = std::any_of(topology_->links_of(v).begin(), topology_->links_of(v).end(),
-                                       [&](LinkId id) { return topology_->link(id).other(v) == c.dst; });
-  if (stub_exit_[v] != v && v != c.dst && !next_to_dst) {
+  const auto next_to_dst = [&] {  // asked of stubs only: a switch may have thousands of links
+    return std::any_of(topology_->links_of(v).begin(), topology_->links_of(v).end(),
+                       [&](LinkId id) { return topology_->link(id).other(v) == c.dst; });
+  };
+  if (stub_exit_[v] != v && v != c.dst && !next_to_dst()) {
     const DeviceId exit = stub_exit_[v];
     settle(c, exit);
+    // Settled on the way: dst hangs off v (every path from the exit to dst crosses v).
+    if (c.settled[v]) return;
     set_distance(c, v, c.dist[exit] == kUnreachable ? kUnreachable : c.dist[exit] + stub_cost_[v]);
     c.settled[v] = 1;
     return;
@@ -240,20 +265,19 @@ namespace {
 
 // Links out of `u` that stay on a shortest path toward dst; `from_gpu_hop`: the flow entered
 // `u` from a GPU (the hop after a GPU source), which matters at a PCIe switch without P2P.
-template <typename Fn>
+template <typename Neighbours, typename Fn>
 void for_each_next_hop(const Topology& topology, const std::vector<std::uint64_t>& dist,
                        const std::vector<std::pair<DeviceId, std::uint64_t>>& from_gpu,
-                       const std::vector<std::uint64_t>& costs, DeviceId u, DeviceId dst,
+                       const Neighbours& neighbours, DeviceId u, DeviceId dst,
                        bool from_gpu_hop, Fn&& fn) {
   const bool u_is_gpu = topology.device(u).kind == DeviceKind::Gpu;
   const bool no_turn = from_gpu_hop && is_no_p2p_switch(topology.device(u));
   const std::uint64_t du = from_gpu_hop ? distance_from_gpu(dist, from_gpu, u) : dist[u];
-  for (LinkId id : topology.links_of(u)) {
-    const DeviceId v = topology.link(id).other(u);
-    if (topology.device(v).kind == DeviceKind::Gpu && (v != dst || no_turn)) continue;
-    const std::uint64_t dv = u_is_gpu ? distance_from_gpu(dist, from_gpu, v) : dist[v];
+  for (const auto& n : neighbours) {
+    if (n.gpu && (n.to != dst || no_turn)) continue;
+    const std::uint64_t dv = u_is_gpu ? distance_from_gpu(dist, from_gpu, n.to) : dist[n.to];
     if (dv == kUnreachable) continue;
-    if (dv + costs[id] == du) fn(id, v);
+    if (dv + n.cost == du) fn(n.link, n.to);
   }
 }
 
@@ -271,7 +295,7 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
   for (DeviceId u = src; u != dst;) {
     next.clear();
     const bool from_gpu_hop = r.devices.size() == 2 && !may_forward(src);
-    for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, u, dst, from_gpu_hop,
+    for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, dst, from_gpu_hop,
                       [&](LinkId id, DeviceId v) { next.emplace_back(id, v); });
     const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
     r.links.push_back(next[pick].first);
@@ -297,7 +321,7 @@ std::vector<Route> Router::equal_cost_routes(DeviceId src, DeviceId dst,
       return;
     }
     const bool from_gpu_hop = current.devices.size() == 2 && !may_forward(src);
-    for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, u, dst, from_gpu_hop,
+    for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, dst, from_gpu_hop,
                       [&](LinkId id, DeviceId v) {
       current.links.push_back(id);
       current.devices.push_back(v);
@@ -322,7 +346,7 @@ std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
     if (u == dst) return 1;
     if (!from_gpu_hop && memo[u] != kSaturated) return memo[u];
     std::size_t total = 0;
-    for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, u, dst, from_gpu_hop,
+    for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, dst, from_gpu_hop,
                       [&](LinkId, DeviceId v) {
       const std::size_t c = self(self, v, u == src && !may_forward(src));
       total = (total > kSaturated - c) ? kSaturated - 1 : total + c;
@@ -340,7 +364,7 @@ std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId
   std::vector<std::pair<LinkId, DeviceId>> out;
   if (at == dst || dist.at(at) == kUnreachable) return out;
   const bool from_gpu_hop = from && !may_forward(*from);
-  for_each_next_hop(*topology_, dist, cached.from_gpu, link_costs_, at, dst, from_gpu_hop,
+  for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(at), at, dst, from_gpu_hop,
                     [&](LinkId id, DeviceId v) { out.emplace_back(id, v); });
   return out;
 }
