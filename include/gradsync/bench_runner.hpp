@@ -61,7 +61,8 @@ struct BenchRow {
   std::uint32_t channels = 0;  // NCCL's channels for this size (software: nccl only)
   std::string fidelity;
   std::size_t flows = 0;  // SimGrid communications the replay started
-  // With best: the fastest simulated algorithm, whatever NCCL's tuner picks.
+  // The fastest simulated candidate, whatever NCCL's tuner picks: set on every run except
+  // NCCL's auto without best, where only the tuner's choice is simulated.
   std::string best_algorithm;
   double best_time_us = -1;
   double best_busbw = 0;
