@@ -1,36 +1,27 @@
 // `gradsync bench TOPOLOGY --op OP --algo ALGO [--min 8B --max 1GiB --factor 2] [--gpus N]`:
-// a virtual nccl-tests. For each message size it plans the collective, replays it on the
-// topology's SimGrid platform and prints nccl-tests' table (size, count, type, redop, root,
-// time, algbw, busbw), so the rows can sit beside a real all_reduce_perf run. `--algo auto`
-// simulates every algorithm that applies and keeps the fastest, as a tuner would, and says
-// which it picked in the last column. `--algo nvls` (NVLink SHARP) adds the ranks' NVSwitch as
-// the plan's in-fabric reducer (nvls_switch()), `--algo nvlstree` each server's NVSwitch
-// (nvls_tree_devices()); auto includes the one that applies. `--compare LOG` takes the sizes
-// and the rank count from a real nccl-tests log and prints measured beside simulated, with the
-// busbw error per row and per size band (nccl_tests_compare.hpp).
+// a virtual nccl-tests. This file parses the options, rejects bad input as ConfigError (exit 2)
+// and prints: the bench runner (bench_runner.hpp) places the ranks, picks the algorithms (auto:
+// NCCL's tuner, or the fastest simulated) and simulates each size; the writers
+// (bench_report.hpp) make nccl-tests' table, the `--json` rows and, with `--compare LOG` (the
+// sizes and rank count of a real nccl-tests log), measured beside simulated.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "gradsync/bench_report.hpp"
+#include "gradsync/bench_runner.hpp"
 #include "gradsync/calibrate.hpp"
 #include "gradsync/collective.hpp"
 #include "gradsync/config.hpp"
 #include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
-#include "gradsync/nccl_tests_compare.hpp"
-#include "gradsync/nccl_tuner.hpp"
 #include "gradsync/scenario_config.hpp"
 #include "gradsync/server_hosts.hpp"
 
@@ -68,8 +59,6 @@ struct BenchOptions {
   bool sizes_given = false;    // --min, --max or --factor on the command line
 };
 
-constexpr double kFloatBytes = 4.0;  // nccl-tests' default type: float
-
 // --algo's choices: every algorithm of the registry (collective.hpp), and auto.
 std::vector<std::string> bench_algorithm_choices() {
   std::vector<std::string> choices = algorithm_names();
@@ -87,121 +76,34 @@ Bytes parse_cli_size(const std::string& option, const std::string& text) {
   }
 }
 
-struct Row {
-  double bytes = 0;
-  double time_us = -1;
-  double algbw = 0;
-  double busbw = 0;
-  std::string algorithm;
-  std::string protocol;       // software: nccl only
-  std::uint32_t channels = 0;  // NCCL's channels for this size (software: nccl only)
-  std::string fidelity;
-  std::size_t flows = 0;  // SimGrid communications the replay started
-  // --best: the fastest simulated algorithm, whatever NCCL's tuner picks
-  std::string best_algorithm;
-  double best_time_us = -1;
-  double best_busbw = 0;
-
-  // "ring/LL" under NCCL's model, else "ring".
-  [[nodiscard]] std::string label() const {
-    return protocol.empty() ? algorithm : algorithm + "/" + protocol;
+// --ps-hosts: K CPU hosts of their own added to the topology for the servers; their devices.
+std::vector<DeviceId> add_ps_hosts(const BenchOptions& o, Topology& topology) {
+  if (o.ps_hosts == 0) return {};
+  if (o.algo != "ps")
+    throw ConfigError(cli_mark("--ps-hosts"), "--ps-hosts places parameter servers: use --algo ps");
+  if (o.ps_placement_given && o.ps_placement == "colocated")
+    throw ConfigError(cli_mark("--ps-placement"),
+                      "colocated servers run on the GPUs; --ps-hosts puts them on hosts of "
+                      "their own (drop one of the two)");
+  if (o.ps_servers_given && o.ps_servers != o.ps_hosts)
+    throw ConfigError(cli_mark("--ps-servers"),
+                      "with --ps-hosts each host runs one server (--ps-servers defaults to it)");
+  std::optional<BytesPerSecond> nic;
+  if (!o.ps_host_nic.empty()) {
+    try {
+      nic = parse_rate(o.ps_host_nic);
+    } catch (const UnitError& e) {
+      throw ConfigError(cli_mark("--ps-host-nic"), e.what());
+    }
+    check_host_nic_rate(*nic, cli_mark("--ps-host-nic"));
   }
-};
-
-// `--compare LOG`: measured (the log's out-of-place columns) beside simulated, per row and
-// per size band.
-void print_comparison(const BenchOptions& o, const Topology& topo, const NcclTestsLog& log,
-                      const std::vector<Row>& simulated, std::uint32_t ranks, std::uint32_t ppn) {
-  std::vector<ComparedRow> rows;
-  for (std::size_t i = 0; i < log.rows.size(); ++i) {
-    const NcclTestsRow& m = log.rows[i];
-    const Row& s = simulated[i];
-    rows.push_back(ComparedRow{m.bytes, m.time_us, s.time_us, m.busbw_GBps, s.busbw,
-                               s.label(), m.line});
-  }
-  const std::vector<BandSummary> bands = summarize_bands(rows);
-  if (o.json) {
-    nlohmann::ordered_json out;
-    out["log"] = {{"file", log.file}, {"ranks", log.ranks}, {"nodes", log.nodes()},
-                  {"device", log.device}, {"runs", log.runs}};
-    out["topology"] = topo.name();
-    out["ranks"] = ranks;
-    out["op"] = o.op;
-    out["algo"] = o.algo;
-    out["rows"] = nlohmann::ordered_json::array();
-    for (const ComparedRow& r : rows)
-      out["rows"].push_back({{"bytes", r.bytes},
-                             {"line", r.line},
-                             {"measured_time_us", r.measured_time_us},
-                             {"simulated_time_us", r.simulated_time_us},
-                             {"time_ratio", r.time_ratio()},
-                             {"measured_busbw_GBps", r.measured_busbw_GBps},
-                             {"simulated_busbw_GBps", r.simulated_busbw_GBps},
-                             {"busbw_error", r.busbw_error()},
-                             {"algorithm", r.algorithm}});
-    out["bands"] = nlohmann::ordered_json::array();
-    for (const BandSummary& b : bands)
-      out["bands"].push_back({{"band", b.band.name},
-                              {"sizes", b.band.label},
-                              {"rows", b.rows},
-                              {"median_abs_busbw_error", b.median_abs_error},
-                              {"worst_abs_busbw_error", b.worst_abs_error},
-                              {"worst_bytes", b.worst_bytes},
-                              {"min_time_ratio", b.min_time_ratio},
-                              {"max_time_ratio", b.max_time_ratio}});
-    std::cout << out.dump(2) << '\n';
-    return;
-  }
-  std::cout << fmt::format("# gradsync bench --compare: {} on {} ({} ranks, {} per node), "
-                           "algorithm {}\n", o.op, topo.name(), ranks, ppn, o.algo);
-  std::cout << fmt::format("# measured: {} ({} ranks on {} hosts{}{}), out-of-place columns; "
-                           "GB = 1e9 B\n", log.file, log.ranks, log.nodes(),
-                           log.device.empty() ? "" : ", ", log.device);
-  if (log.ranks > 0 && static_cast<std::uint32_t>(log.ranks) != ranks)
-    std::cout << fmt::format("# note: the log ran {} ranks, the simulation {}\n", log.ranks, ranks);
-  std::cout << "# error = simulated busbw / measured busbw - 1 (positive: gradsync is optimistic)\n#\n";
-  std::cout << fmt::format("#{:>11} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8}  {}\n", "size",
-                           "measured", "simulated", "t x", "meas bw", "sim bw", "error", "algo");
-  std::cout << fmt::format("#{:>11} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8}\n", "(B)", "(us)",
-                           "(us)", "", "(GB/s)", "(GB/s)", "");
-  for (const ComparedRow& r : rows)
-    std::cout << fmt::format("{:>12.0f} {:>10.2f} {:>10.2f} {:>6.2f} {:>9.2f} {:>9.2f} {:>+7.1f}%  {}\n",
-                             r.bytes, r.measured_time_us, r.simulated_time_us, r.time_ratio(),
-                             r.measured_busbw_GBps, r.simulated_busbw_GBps, 100.0 * r.busbw_error(),
-                             r.algorithm);
-  std::cout << "#\n# per size band: |busbw error| median and worst, simulated/measured time range\n";
-  for (const BandSummary& b : bands)
-    std::cout << fmt::format("# {:<8} {:<15} {:>3} rows  median {:>5.1f}%  worst {:>+6.1f}% at {:<10}"
-                             "  time x {:.2f}..{:.2f}\n",
-                             b.band.name, b.band.label, b.rows, 100.0 * b.median_abs_error,
-                             100.0 * b.worst_error, format_size(Bytes(b.worst_bytes)),
-                             b.min_time_ratio, b.max_time_ratio);
+  return add_server_hosts(topology, o.ps_hosts, nic, cli_mark("--ps-hosts"));
 }
 
-void run_bench(const BenchOptions& o) {
+void run_bench_command(const BenchOptions& o) {
   TopologyFile topo_file = load_topology_file(o.file, o.sets);
-  std::vector<DeviceId> ps_hosts;  // --ps-hosts: the servers' CPU devices
-  if (o.ps_hosts > 0) {
-    if (o.algo != "ps")
-      throw ConfigError(cli_mark("--ps-hosts"), "--ps-hosts places parameter servers: use --algo ps");
-    if (o.ps_placement_given && o.ps_placement == "colocated")
-      throw ConfigError(cli_mark("--ps-placement"),
-                        "colocated servers run on the GPUs; --ps-hosts puts them on hosts of "
-                        "their own (drop one of the two)");
-    if (o.ps_servers_given && o.ps_servers != o.ps_hosts)
-      throw ConfigError(cli_mark("--ps-servers"),
-                        "with --ps-hosts each host runs one server (--ps-servers defaults to it)");
-    std::optional<BytesPerSecond> nic;
-    if (!o.ps_host_nic.empty()) {
-      try {
-        nic = parse_rate(o.ps_host_nic);
-      } catch (const UnitError& e) {
-        throw ConfigError(cli_mark("--ps-host-nic"), e.what());
-      }
-      check_host_nic_rate(*nic, cli_mark("--ps-host-nic"));
-    }
-    ps_hosts = add_server_hosts(topo_file.topology, o.ps_hosts, nic, cli_mark("--ps-hosts"));
-  }
+  BenchRequest request;
+  request.ps_hosts = add_ps_hosts(o, topo_file.topology);
   const Topology& topo = topo_file.topology;
   const auto op = collective_op_from_string(o.op);
   if (!op) throw ConfigError(cli_mark("--op"), "unknown operation '" + o.op + "'");
@@ -234,237 +136,50 @@ void run_bench(const BenchOptions& o) {
                         fmt::format("the log ran {} ranks but {} has {} GPUs: raise the "
                                     "topology's nodes or pass --gpus", log->ranks, o.file,
                                     topo.gpu_count()));
-  }
-  const std::uint32_t n = o.gpus != 0                   ? o.gpus
-                          : log && log->ranks > 0       ? static_cast<std::uint32_t>(log->ranks)
-                                                        : static_cast<std::uint32_t>(topo.gpu_count());
-  PlacementOptions placement;
-  placement.kind = o.placement == "strided" ? PlacementKind::Strided
-                   : o.placement == "random" ? PlacementKind::Random
-                                             : PlacementKind::InOrder;
-  placement.seed = o.seed;
-  const std::vector<DeviceId> ranks = place_ranks(topo, n, placement);
-  const std::uint32_t ppn = ranks_per_node(topo, ranks);
-
-  std::vector<Algorithm> candidates;
-  if (o.algo == "auto") {
-    // Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS, NVLSTree):
-    // NCCL has no 2-D hierarchical AllReduce, which stays an explicit what-if there.
-    candidates = auto_candidates(*op, n, ppn, topo.software() == SoftwareModel::Nccl);
+    for (const NcclTestsRow& r : log->rows) request.sizes.push_back(r.bytes);
   } else {
-    candidates.push_back(*algorithm_from_string(o.algo));
+    request.sizes = bench_sizes(min, max, o.factor);
   }
-  // NVLS: the NVSwitch of the ranks' NVLink domain plays the plan's extra rank; NVLSTree: one
-  // NVSwitch per server. An explicit --algo nvls / nvlstree reports why it cannot run; auto
-  // tries them only where they can (AllReduce, NVSwitches of NVLink4 or later, NCCL's software
-  // model, which carries NVLS's bandwidth): NVLS in one server, NVLSTree across servers.
-  std::map<Algorithm, std::vector<DeviceId>> switch_devices;
-  std::vector<std::uint32_t> sharp_of_local;  // NVLS across servers: SHARP switch per local GPU
-  const auto with_switches = [&](Algorithm a) {
-    NvlsSharpDevices d = in_switch_devices(topo, ranks, ppn, a);
-    if (a == Algorithm::Nvls) sharp_of_local = d.sharp_of_local;
-    return d.devices;
-  };
-  for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree}) {
-    if (o.algo == to_string(a)) {
-      if (*op != CollectiveOp::AllReduce)
-        throw ConfigError(cli_mark("--algo"), o.op + " has no " + o.algo + " algorithm in gradsync");
-      switch_devices[a] = with_switches(a);
-    } else if (o.algo == "auto" && *op == CollectiveOp::AllReduce &&
-               topo.software() == SoftwareModel::Nccl && n > 1 &&
-               (a == Algorithm::Nvls ? n == ppn || ppn > 1 : n != ppn)) {
-      try {
-        switch_devices[a] = with_switches(a);
-        candidates.push_back(a);
-      } catch (const ConfigError&) {
-      }
-    }
-  }
-  // Dedicated parameter servers on different machines, as a run places them, or on hosts of
-  // their own after every GPU (--ps-hosts).
-  std::vector<DeviceId> ps_ranks =
-      o.ps_placement == "dedicated" && ps_hosts.empty()
-          ? spread_dedicated_servers(topo, ranks, o.ps_servers) : ranks;
-  ps_ranks.insert(ps_ranks.end(), ps_hosts.begin(), ps_hosts.end());
-  auto devices_for = [&](Algorithm a) -> const std::vector<DeviceId>& {
-    if (a == Algorithm::ParameterServer) return ps_ranks;
-    const auto it = switch_devices.find(a);
-    return it != switch_devices.end() ? it->second : ranks;
-  };
-
-  CollectiveRequest base;
-  base.op = *op;
-  base.ranks = n;
-  base.ranks_per_node = ppn;
-  base.node_sizes = node_blocks(topo, ranks);
-  base.sharp_of_local = sharp_of_local;
-  base.channels = o.channels > 0 ? o.channels : default_ring_channels(topo, ranks, ppn);
-  base.pipeline = o.pipeline;
-  base.root = o.root;
-  base.ps.servers = ps_hosts.empty() ? o.ps_servers : o.ps_hosts;
-  base.ps.placement = o.ps_placement == "dedicated" || !ps_hosts.empty()
-                          ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
-  if (topo.software() == SoftwareModel::Nccl && switch_devices.count(Algorithm::NvlsTree) != 0)
-    set_nvls_loops(base, nccl_topology_view(topo, ranks, ppn, Algorithm::NvlsTree));
-  if (base.root >= n) throw ConfigError(cli_mark("--root"), "root must be below the rank count");
-
-  // Plans that a request cannot make are bad input (e.g. tree ReduceScatter).
-  const Fidelity fidelity = o.fidelity == "step" ? Fidelity::Step
-                            : o.fidelity == "flow" ? Fidelity::Flow
-                                                   : Fidelity::Auto;
-  auto make_plan = [&](Algorithm a, Bytes bytes, Fidelity plan_fidelity) {
-    CollectiveRequest r = base;
-    r.algorithm = a;
-    r.bytes = bytes;
-    if (a == Algorithm::ParameterServer) r.ranks = static_cast<std::uint32_t>(ps_ranks.size());
-    try {
-      return plan_collective(r, plan_fidelity);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cli_mark("--algo"), e.what());
-    }
-  };
-
-  std::vector<double> sizes;
-  if (log)
-    for (const NcclTestsRow& r : log->rows) sizes.push_back(r.bytes);
-  else
-    for (double s = min.bytes(); s <= max.bytes() * (1 + 1e-12); s *= o.factor)
-      sizes.push_back(std::round(s));
-  const std::uint32_t busbw_ranks =
-      candidates[0] == Algorithm::ParameterServer
-          ? ps_worker_count(static_cast<std::uint32_t>(ps_ranks.size()), base.ps) : n;
-  // Under NCCL's software model `auto` runs what NCCL's tuner picks for each size
-  // (nccl_tuner.hpp), as a real job does; --best also simulates every candidate and reports
-  // the fastest. Otherwise auto keeps the fastest simulated candidate.
-  const bool nccl_auto = o.algo == "auto" && topo.software() == SoftwareModel::Nccl;
-  std::optional<NcclTopologyView> view;
-  if (nccl_auto) {
-    std::optional<Algorithm> in_switch;
-    for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree})
-      if (switch_devices.count(a) != 0) in_switch = a;
-    view = nccl_topology_view(topo, ranks, ppn, in_switch);
-  }
-  std::vector<std::string> simgrid_args;
-  for (const auto& c : o.cfg) simgrid_args.push_back("--cfg=" + c);
-  Simulation sim(topo, simgrid_args);
+  request.op = *op;
+  if (o.algo != "auto") request.algorithm = algorithm_from_string(o.algo);
+  else request.algorithm.reset();
+  request.gpus = o.gpus != 0 || !log || log->ranks <= 0 ? o.gpus
+                                                        : static_cast<std::uint32_t>(log->ranks);
+  request.placement.kind = o.placement == "strided" ? PlacementKind::Strided
+                           : o.placement == "random" ? PlacementKind::Random
+                                                     : PlacementKind::InOrder;
+  request.placement.seed = o.seed;
+  request.fidelity = o.fidelity == "step" ? Fidelity::Step
+                     : o.fidelity == "flow" ? Fidelity::Flow
+                                            : Fidelity::Auto;
+  request.channels = o.channels;
+  request.pipeline = o.pipeline;
+  request.root = o.root;
+  request.ps_servers = o.ps_servers;
+  request.ps_placement =
+      o.ps_placement == "dedicated" ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
+  request.best = o.best;
+  for (const auto& c : o.cfg) request.simgrid_args.push_back("--cfg=" + c);
+  // On a terminal: which size runs, and how far a long collective has got.
   const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
   std::string progress_row;  // "[i/N] SIZE"
-  if (progress)
-    sim.set_progress([&](const RunProgress& r) {
+  if (progress) {
+    request.on_size = [&](std::size_t i, std::size_t count, Bytes size) {
+      progress_row = fmt::format("[{}/{}] {}", i + 1, count, format_size(size));
+      std::cerr << "\r" << progress_row << " ..." << std::string(40, ' ') << std::flush;
+    };
+    request.progress = [&](const RunProgress& r) {
       std::cerr << "\r" << (r.routing ? "" : progress_row + " ... ") << progress_text(r) << "   "
                 << std::flush;
-    });
-  {
-    std::vector<std::pair<DeviceId, DeviceId>> pairs;
-    // Under NCCL's auto without --best only NCCL's choices run: route only their connections
-    // (a 16,384-GPU cluster has ~100k per algorithm).
-    std::vector<Algorithm> routed = candidates;
-    if (nccl_auto && !o.best) {
-      routed.clear();
-      for (double bytes : sizes) {
-        const Algorithm a = nccl_tune(*view, *op, Bytes(bytes)).algorithm;
-        if (std::find(routed.begin(), routed.end(), a) == routed.end()) routed.push_back(a);
-      }
-    }
-    for (Algorithm a : routed) {
-      // The connections a plan uses are those of its flows-only form.
-      const auto p = device_pairs(make_plan(a, min, Fidelity::Flow), devices_for(a));
-      pairs.insert(pairs.end(), p.begin(), p.end());
-    }
-    sim.build(pairs);
+    };
   }
-
-  auto simulate = [&](Algorithm a, double bytes, Row& into) {
-    const PlanTiming t =
-        sim.run_plan(make_plan(a, Bytes(bytes), fidelity), devices_for(a), fidelity);
-    into.time_us = t.time.seconds() * 1e6;
-    into.algorithm = std::string(to_string(a));
-    into.protocol = t.protocol ? std::string(to_string(*t.protocol)) : std::string();
-    into.channels = t.nccl_channels;
-    into.fidelity = std::string(to_string(t.fidelity));
-    into.flows = t.flows;
-  };
-  std::vector<Row> rows;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    progress_row = fmt::format("[{}/{}] {}", i + 1, sizes.size(), format_size(Bytes(sizes[i])));
-    if (progress) std::cerr << "\r" << progress_row << " ..." << std::string(40, ' ') << std::flush;
-    Row row{};
-    if (nccl_auto) simulate(nccl_tune(*view, *op, Bytes(sizes[i])).algorithm, sizes[i], row);
-    if (!nccl_auto || o.best) {
-      Row fastest{};
-      for (Algorithm a : candidates) {
-        Row r{};
-        simulate(a, sizes[i], r);
-        if (fastest.time_us < 0 || r.time_us < fastest.time_us) fastest = r;
-      }
-      if (!nccl_auto) row = fastest;
-      row.best_algorithm = fastest.label();
-      row.best_time_us = fastest.time_us;
-    }
-    row.bytes = sizes[i];
-    const double factor = busbw_factor(*op, busbw_ranks);
-    row.algbw = row.time_us > 0 ? sizes[i] / (row.time_us * 1e-6) / 1e9 : 0.0;
-    row.busbw = row.algbw * factor;
-    row.best_busbw = row.best_time_us > 0 ? sizes[i] / (row.best_time_us * 1e-6) / 1e9 * factor : 0.0;
-    rows.push_back(row);
-  }
+  const BenchResult result = run_bench(topo, request);
   if (progress) std::cerr << "\r" << std::string(80, ' ') << "\r";
 
-  if (log) {
-    print_comparison(o, topo, *log, rows, n, ppn);
-    return;
-  }
-  const bool rooted = *op == CollectiveOp::Broadcast || *op == CollectiveOp::Reduce;
-  const std::string redop = (*op == CollectiveOp::AllGather || *op == CollectiveOp::Broadcast)
-                                ? "none" : "sum";
-  if (o.json) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const Row& r : rows)
-      out.push_back({{"bytes", r.bytes},
-                     {"count", static_cast<long long>(r.bytes / kFloatBytes)},
-                     {"type", "float"},
-                     {"redop", redop},
-                     {"root", rooted ? static_cast<int>(o.root) : -1},
-                     {"time_us", r.time_us},
-                     {"algbw_GBps", r.algbw},
-                     {"busbw_GBps", r.busbw},
-                     {"op", o.op},
-                     {"algorithm", r.algorithm},
-                     {"protocol", r.protocol.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.protocol)},
-                     {"channels", r.channels},
-                     {"fidelity", r.fidelity},
-                     {"flows", r.flows},
-                     {"ranks", n}});
-    if (o.best)
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        out[i]["best_algorithm"] = rows[i].best_algorithm;
-        out[i]["best_time_us"] = rows[i].best_time_us;
-        out[i]["best_busbw_GBps"] = rows[i].best_busbw;
-      }
-    std::cout << out.dump(2) << '\n';
-    return;
-  }
-  std::cout << fmt::format("# gradsync bench: {} on {} ({} ranks, {} per node), algorithm {}\n",
-                           o.op, topo.name(), n, ppn, o.algo);
-  std::cout << fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
-                           "GB = 1e9 B\n#\n",
-                           to_string(topo.software()), o.fidelity, base.channels);
-  const bool show_channels = topo.software() == SoftwareModel::Nccl;
-  std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {:<16}{}{}\n",
-                           "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
-                           "algo", show_channels ? " ch" : "",
-                           o.best ? "   best: algo        time    busbw" : "");
-  std::cout << fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)",
-                           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
-  for (const Row& r : rows)
-    std::cout << fmt::format("{:>12.0f} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {:<16}{}{}\n",
-                             r.bytes, static_cast<long long>(r.bytes / kFloatBytes), "float",
-                             redop, rooted ? static_cast<int>(o.root) : -1, r.time_us, r.algbw,
-                             r.busbw, r.label(),
-                             show_channels ? fmt::format(" {:>2}", r.channels) : "",
-                             o.best ? fmt::format("   {:<14} {:>8.2f} {:>8.2f}", r.best_algorithm,
-                                                  r.best_time_us, r.best_busbw)
-                                    : "");
+  if (log && o.json) std::cout << bench_comparison_json(request, result, *log).dump(2) << '\n';
+  else if (log) std::cout << bench_comparison_text(request, result, *log);
+  else if (o.json) std::cout << bench_rows_json(request, result).dump(2) << '\n';
+  else std::cout << bench_table_text(request, result);
 }
 
 }  // namespace
@@ -530,7 +245,7 @@ void add_bench_command(CLI::App& app) {
     opts->ps_placement_given = ps_placement->count() > 0;
     // A log is compared with what NCCL would run unless --algo says otherwise.
     if (!opts->compare.empty() && algo->count() == 0) opts->algo = "auto";
-    run_bench(*opts);
+    run_bench_command(*opts);
   });
 }
 

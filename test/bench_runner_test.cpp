@@ -1,0 +1,128 @@
+// The bench runner (bench_runner.hpp) without the CLI: rows on an ideal star against the ring's
+// closed form, auto's choice, and the requests it refuses. A case that simulates starts
+// SimGrid's engine, a singleton: ctest runs each case in a process of its own
+// (doctest_discover_tests); run the executable with -tc="..." for one case at a time.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gradsync/bench_runner.hpp"
+#include "gradsync/config_error.hpp"
+
+using namespace gradsync;
+
+namespace {
+
+constexpr double kLinkBandwidth = 25e9;  // B/s per direction
+constexpr double kLinkLatency = 1e-6;    // s per link; a GPU -> GPU hop crosses two links
+
+// Every GPU on one switch, efficiency 1, zero switch latency, no software model.
+Topology ideal_star(std::uint32_t n) {
+  Topology t("ideal-star");
+  t.set_software(SoftwareModel::None);
+  const DeviceId sw = t.add_device(Device{"sw", DeviceKind::Switch, -1, Seconds(0.0), {}});
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const DeviceId g = t.add_device(
+        Device{"gpu" + std::to_string(i), DeviceKind::Gpu, static_cast<int>(i), Seconds(0.0), {}});
+    t.add_link(Link{g, sw, Fabric::InfiniBand, BytesPerSecond(kLinkBandwidth),
+                    Seconds(kLinkLatency), 1.0, Duplex::Full, {}});
+  }
+  return t;
+}
+
+// SimGrid's options for this build: thread contexts under the sanitizers, else none.
+std::vector<std::string> simgrid_args() {
+  const std::string flags = GRADSYNC_SIMGRID_ARGS;
+  return flags.empty() ? std::vector<std::string>{} : std::vector<std::string>{flags};
+}
+
+// 2(n-1)·alpha + 2(n-1)/n · S/B, alpha = two links' latency.
+double ring_time_us(double n, double bytes) {
+  return (2 * (n - 1) * 2 * kLinkLatency + 2 * (n - 1) / n * bytes / kLinkBandwidth) * 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("bench runner: ring AllReduce rows match the closed form, busbw with 2(n-1)/n") {
+  const Topology star = ideal_star(8);
+  BenchRequest request;
+  request.algorithm = Algorithm::Ring;
+  request.sizes = bench_sizes(Bytes(1048576), Bytes(64.0 * 1048576), 8.0);
+  request.simgrid_args = simgrid_args();
+  const BenchResult result = run_bench(star, request);
+  CHECK(result.topology_name == "ideal-star");
+  CHECK(result.software == SoftwareModel::None);
+  CHECK(result.ranks == 8);
+  CHECK(result.channels == 1);
+  REQUIRE(result.rows.size() == 3);
+  for (const BenchRow& r : result.rows) {
+    CAPTURE(r.bytes);
+    CHECK(r.algorithm == "ring");
+    CHECK(r.protocol.empty());
+    CHECK(r.label() == "ring");
+    CHECK(r.flows > 0);
+    CHECK(r.time_us == doctest::Approx(ring_time_us(8, r.bytes)).epsilon(0.01));
+    CHECK(r.algbw == doctest::Approx(r.bytes / (r.time_us * 1e-6) / 1e9));
+    CHECK(r.busbw == doctest::Approx(r.algbw * 2.0 * 7.0 / 8.0));
+    // One candidate: it is also the fastest.
+    CHECK(r.best_algorithm == "ring");
+    CHECK(r.best_time_us == doctest::Approx(r.time_us));
+  }
+  CHECK(result.rows[2].bytes == 64.0 * 1048576);
+}
+
+TEST_CASE("bench runner: auto without NCCL's model keeps the fastest simulated candidate") {
+  const Topology star = ideal_star(8);
+  BenchRequest request;
+  request.algorithm.reset();
+  request.sizes = {8.0, 64.0 * 1048576};
+  request.simgrid_args = simgrid_args();
+  const BenchResult result = run_bench(star, request);
+  REQUIRE(result.rows.size() == 2);
+  for (const BenchRow& r : result.rows) {
+    CAPTURE(r.bytes);
+    // The fastest is reported as the row and as the best; never slower than the ring.
+    CHECK(r.best_algorithm == r.label());
+    CHECK(r.best_time_us == doctest::Approx(r.time_us));
+    CHECK(r.best_busbw == doctest::Approx(r.busbw));
+    CHECK(r.time_us <= ring_time_us(8, r.bytes) * 1.01);
+  }
+}
+
+TEST_CASE("bench runner: a root beyond the ranks is bad input at --root") {
+  const Topology star = ideal_star(4);
+  BenchRequest request;
+  request.op = CollectiveOp::Broadcast;
+  request.root = 4;
+  request.sizes = {1024.0};
+  CHECK_THROWS_WITH_AS(static_cast<void>(run_bench(star, request)),
+                       "gradsync bench --root: error: root must be below the rank count",
+                       ConfigError);
+}
+
+TEST_CASE("bench runner: NVLS only for AllReduce, and only with an NVSwitch") {
+  const Topology star = ideal_star(4);
+  BenchRequest request;
+  request.algorithm = Algorithm::Nvls;
+  request.op = CollectiveOp::AllGather;
+  request.sizes = {1024.0};
+  request.origin = "bench";
+  CHECK_THROWS_WITH_AS(static_cast<void>(run_bench(star, request)),
+                       "bench --algo: error: allgather has no nvls algorithm in gradsync",
+                       ConfigError);
+  request.op = CollectiveOp::AllReduce;
+  CHECK_THROWS_AS(static_cast<void>(run_bench(star, request)), ConfigError);
+}
+
+TEST_CASE("bench runner: more ranks than GPUs, or no sizes, are refused") {
+  const Topology star = ideal_star(4);
+  BenchRequest request;
+  request.gpus = 5;
+  request.sizes = {1024.0};
+  CHECK_THROWS_AS(static_cast<void>(run_bench(star, request)), ConfigError);
+  request.gpus = 4;
+  request.sizes.clear();
+  CHECK_THROWS_AS(static_cast<void>(run_bench(star, request)), std::invalid_argument);
+}
