@@ -178,7 +178,8 @@ TEST_CASE("advice_baseline reads the scenario's settings and the template's shap
 TEST_CASE("advice_text: baseline, what-ifs best first, networks, scaling and the 30 % rule") {
   const LoadedScenario loaded = resnet_two_servers();
   const AdviceBaseline b = advice_baseline(loaded);
-  const std::string text = advice_text(loaded, b, synthetic_advice(), AdviceRanking::SamplesPerSecond);
+  const std::string text =
+      advice_text(loaded, b, synthetic_advice(), AdviceRanking::SamplesPerSecond);
   INFO(text);
   CHECK(text.rfind("advise: resnet50-pcie-2node-10gbe (8 GPUs on 2 nodes, topology "
                    "pcie-4gpu-2node-10gbe)\n", 0) == 0);
@@ -190,7 +191,8 @@ TEST_CASE("advice_text: baseline, what-ifs best first, networks, scaling and the
   // The change column is as wide as the longest change (in bytes: "→" is 3).
   const std::string fast = "network: ethernet 10 Gb/s → 100 GbE";
   CHECK(has_line(text, fmt::format("    1  {:<{}}  {:>10}  {:>12}  {:>8}  {:>7}", fast,
-                                   fast.size(), format_time(Seconds(1.0)), "300.0", "×3.00", "10 %")));
+                                   fast.size(), format_time(Seconds(1.0)), "300.0", "×3.00",
+                                   "10 %")));
   CHECK(has_line(text, fmt::format("    2  {:<{}}  {:>10}  {:>12}  {:>8}  {:>7}",
                                    "overlap: bucketed → none", fast.size(),
                                    format_time(Seconds(2.5)), "80.0", "-20.0 %", "50 %")));

@@ -121,24 +121,22 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
                         AdviceRanking ranking) {
   std::string out;
   const AdviceOutcome& base = a.baseline;
-  out += fmt::format("advise: {} ({} GPUs on {} node{}, topology {})\n",
-                           loaded.scenario.name, base.gpus, base.nodes, base.nodes == 1 ? "" : "s",
-                           loaded.topology.topology.name());
+  out += fmt::format("advise: {} ({} GPUs on {} node{}, topology {})\n", loaded.scenario.name,
+                     base.gpus, base.nodes, base.nodes == 1 ? "" : "s",
+                     loaded.topology.topology.name());
   out += fmt::format(
       "baseline: step {}, {:.1f} samples/s, exposed communication {} of the step ({}){}\n",
       format_time(Seconds(base.step_time_s)), base.samples_per_s, percent(base.exposed_share()),
       base.verdict, base.bottleneck.empty() ? "" : "; busiest link " + base.bottleneck);
   const bool priced = base.cost_per_sample.has_value();
-  if (priced)
-    out += fmt::format("          {:.4g} per sample\n", *base.cost_per_sample);
+  if (priced) out += fmt::format("          {:.4g} per sample\n", *base.cost_per_sample);
 
   std::size_t width = 6;
   for (const RankedVariant& r : a.ranked) width = std::max(width, r.variant.change.size());
   out += fmt::format("\nwhat-ifs, best first by {}:\n",
-                           ranking == AdviceRanking::CostPerSample ? "cost per sample" : "samples/s");
-  out += fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12}  {:>8}  {:>7}{}\n", "#", "change",
-                           width, "step", "samples/s", "gain", "exposed",
-                           priced ? "  cost/sample" : "");
+                     ranking == AdviceRanking::CostPerSample ? "cost per sample" : "samples/s");
+  out += fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12}  {:>8}  {:>7}{}\n", "#", "change", width,
+                     "step", "samples/s", "gain", "exposed", priced ? "  cost/sample" : "");
   bool footnote = false;
   for (std::size_t i = 0; i < a.ranked.size(); ++i) {
     const RankedVariant& r = a.ranked[i];
@@ -151,10 +149,10 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
         footnote = true;
       }
     }
-    out += fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12.1f}  {:>8}  {:>7}{}\n", i + 1,
-                             r.variant.change, width, format_time(Seconds(r.outcome.step_time_s)),
-                             r.outcome.samples_per_s, gain_text(r.gain),
-                             percent(r.outcome.exposed_share()), cost);
+    out +=
+        fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12.1f}  {:>8}  {:>7}{}\n", i + 1, r.variant.change,
+                    width, format_time(Seconds(r.outcome.step_time_s)), r.outcome.samples_per_s,
+                    gain_text(r.gain), percent(r.outcome.exposed_share()), cost);
   }
   if (footnote)
     out += "  * priced with the topology's cost: as written (the old NIC and switch prices)\n";
@@ -167,11 +165,11 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
   }
   if (!a.no_better.empty()) {
     out += fmt::format("  not listed, no more than {:g} % over a slower network:",
-                             kAdviceNetworkMargin * 100.0);
+                       kAdviceNetworkMargin * 100.0);
     for (std::size_t i = 0; i < a.no_better.size(); ++i)
       out += (i ? ", " : " ") +
              a.no_better[i].variant.change.substr(a.no_better[i].variant.change.find("→") +
-                                                        std::string("→ ").size());
+                                                  std::string("→ ").size());
     out += "\n";
   }
 
@@ -189,10 +187,11 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
           format_time(Seconds(n.outcome.step_time_s)), percent(n.outcome.exposed_share()),
           n.baseline || base.samples_per_s <= 0.0
               ? std::string()
-              : "; " + gain_text(n.outcome.samples_per_s / base.samples_per_s - 1.0) +
-                    " samples/s",
-          by_price ? fmt::format("; cluster {:.0f} {} (cost.networks prices)", *n.outcome.cluster_cost,
-                                 loaded.topology.topology.cost() ? loaded.topology.topology.cost()->currency : "")
+              : "; " + gain_text(n.outcome.samples_per_s / base.samples_per_s - 1.0) + " samples/s",
+          by_price ? fmt::format(
+                         "; cluster {:.0f} {} (cost.networks prices)", *n.outcome.cluster_cost,
+                         loaded.topology.topology.cost() ? loaded.topology.topology.cost()->currency
+                                                         : "")
                    : std::string());
     } else {
       const auto least = std::min_element(
@@ -200,8 +199,8 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
             return x.outcome.exposed_share() < y.outcome.exposed_share();
           });
       out += fmt::format("  no network tried meets the {} rule (least exposed: {}, {})\n",
-                               percent(kCommunicationBoundShare), least->label,
-                               percent(least->outcome.exposed_share()));
+                         percent(kCommunicationBoundShare), least->label,
+                         percent(least->outcome.exposed_share()));
     }
   }
 
@@ -212,48 +211,50 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
     out += "\n";
     const ScalingSummary& s = a.scaling;
     out += fmt::format("  most samples/s at {} server{} of those tried\n", s.peak_nodes,
-                             s.peak_nodes == 1 ? "" : "s");
+                       s.peak_nodes == 1 ? "" : "s");
     if (s.breakeven_nodes) {
       if (*s.breakeven_nodes > 2)
-        out += fmt::format("  breakeven: {} servers are needed to beat one server (fewer "
-                                 "are SLOWER than one)\n",
-                                 *s.breakeven_nodes);
+        out += fmt::format(
+            "  breakeven: {} servers are needed to beat one server (fewer "
+            "are SLOWER than one)\n",
+            *s.breakeven_nodes);
       else
         out += "  breakeven: 2 servers already beat one\n";
     } else if (s.curve.size() > 1) {
       out += "  breakeven: no server count tried beats one server — fix the network first\n";
     }
     if (s.diminishing_after && s.one_to_two_gain)
-      out += fmt::format("  scaling pays from {} up to {} servers (each doubling gives ≥ "
-                               "1.5× the samples/s; 1 → 2, which adds the network, gives "
-                               "{:.2f}×)\n",
-                               s.pays_from.value_or(2), *s.diminishing_after,
-                               *s.one_to_two_gain);
+      out += fmt::format(
+          "  scaling pays from {} up to {} servers (each doubling gives ≥ "
+          "1.5× the samples/s; 1 → 2, which adds the network, gives "
+          "{:.2f}×)\n",
+          s.pays_from.value_or(2), *s.diminishing_after, *s.one_to_two_gain);
     else if (s.diminishing_after)
-      out += fmt::format("  scaling pays up to {} servers (each doubling until there gives "
-                               "≥ 1.5× the samples/s)\n",
-                               *s.diminishing_after);
+      out += fmt::format(
+          "  scaling pays up to {} servers (each doubling until there gives "
+          "≥ 1.5× the samples/s)\n",
+          *s.diminishing_after);
     else if (s.curve.size() > 1)
       out += "  scaling does not pay: no doubling of servers gives 1.5× the samples/s\n";
     if (s.cheapest_nodes && s.cheapest_nodes == s.lowest_cost_nodes)
       out += fmt::format("  lowest cost per sample at {} server{}\n", *s.cheapest_nodes,
-                               *s.cheapest_nodes == 1 ? "" : "s");
+                         *s.cheapest_nodes == 1 ? "" : "s");
     else if (s.cheapest_nodes && s.lowest_cost_nodes)
-      out += fmt::format("  lowest cost per sample at {} server{}; {} server{} cost{} within "
-                               "1 % of it per sample and give the most samples/s\n",
-                               *s.lowest_cost_nodes, *s.lowest_cost_nodes == 1 ? "" : "s",
-                               *s.cheapest_nodes, *s.cheapest_nodes == 1 ? "" : "s",
-                               *s.cheapest_nodes == 1 ? "s" : "");
+      out += fmt::format(
+          "  lowest cost per sample at {} server{}; {} server{} cost{} within "
+          "1 % of it per sample and give the most samples/s\n",
+          *s.lowest_cost_nodes, *s.lowest_cost_nodes == 1 ? "" : "s", *s.cheapest_nodes,
+          *s.cheapest_nodes == 1 ? "" : "s", *s.cheapest_nodes == 1 ? "s" : "");
   }
 
   out += fmt::format("\n{} rule (exposed communication ≤ {} of the step):\n", "30 %",
-                           percent(kCommunicationBoundShare));
+                     percent(kCommunicationBoundShare));
   if (a.rule_met_already) {
     out += "  already met: no accumulation or compression needed\n";
   } else {
     if (a.accumulation_needed)
       out += fmt::format("  accumulation needed: {} micro-batches per step (now {})\n",
-                               *a.accumulation_needed, b.accumulation);
+                         *a.accumulation_needed, b.accumulation);
     if (a.topk_ratio_needed)
       out += fmt::format(
           "  compression needed: Top-K keeping {:g} % of the gradient ({:.1f}× fewer bytes on "
@@ -263,14 +264,13 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
   for (const std::string& n : a.notes) out += "  " + n + "\n";
   if (!a.not_applicable.empty()) {
     out += "\nnot simulated (the change does not apply to this scenario):\n";
-    for (const auto& [v, why] : a.not_applicable)
-      out += fmt::format("  {}: {}\n", v.change, why);
+    for (const auto& [v, why] : a.not_applicable) out += fmt::format("  {}: {}\n", v.change, why);
   }
   return out;
 }
 
 Json advice_json(const LoadedScenario& loaded, const Advice& a, std::size_t simulations,
-                double wall_s) {
+                 double wall_s) {
   Json variants = Json::array();
   for (const RankedVariant& r : a.ranked) {
     Json v{{"change", r.variant.change},
