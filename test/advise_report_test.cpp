@@ -294,3 +294,14 @@ TEST_CASE("advice_json: the document's keys, in order, and what each variant car
   CHECK(j["simulations"] == 42);
   CHECK(j["wall_s"] == 1.5);
 }
+
+TEST_CASE("advice_run_args: the baseline's overrides, then the what-if's, then --cfg and --json") {
+  CHECK(advice_run_args("s.yaml", {"training.steps=2"}, {"sync.overlap=none", "sync.bucket=1MiB"},
+                        {"contexts/factory:thread"}) ==
+        std::vector<std::string>{"run", "s.yaml", "--set", "training.steps=2", "--set",
+                                 "sync.overlap=none", "--set", "sync.bucket=1MiB", "--cfg",
+                                 "contexts/factory:thread", "--json"});
+  // The baseline itself: no what-if overrides.
+  CHECK(advice_run_args("s.yaml", {}, {}, {}) ==
+        std::vector<std::string>{"run", "s.yaml", "--json"});
+}

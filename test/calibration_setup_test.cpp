@@ -241,6 +241,15 @@ TEST_CASE("candidate and calibrated text: the template's keys set, nccl: appende
               "write its group as a block mapping");
 }
 
+TEST_CASE("candidate_error_text: the deleted candidate file named after the template") {
+  CHECK(candidate_error_text("/tmp/g/candidate-3.yaml:7:3: error: efficiency out of range "
+                             "(in /tmp/g/candidate-3.yaml)",
+                             "/tmp/g/candidate-3.yaml", "t.yaml", 3) ==
+        "t.yaml (candidate 3 of the fit):7:3: error: efficiency out of range (in t.yaml "
+        "(candidate 3 of the fit))");
+  CHECK(candidate_error_text("killed", "/tmp/g/candidate-1.yaml", "t.yaml", 1) == "killed");
+}
+
 TEST_CASE("bench_size_runs: geometric runs of sizes, odd sizes alone") {
   using Runs = std::vector<std::vector<double>>;
   CHECK(bench_size_runs({8, 16, 32, 64, 100, 1000, 3000, 9000}) ==

@@ -1,11 +1,13 @@
 // What `gradsync advise` reads and prints (README.md, Commands): the advisor's view of a loaded
-// scenario (AdviceBaseline), a what-if's outcome read back from `gradsync run --json`, and the
-// advice as text and as one JSON document. Pure functions: they print nothing; the CLI
-// (sim/cli/advise_command.cpp) runs the what-ifs and writes what these return.
+// scenario (AdviceBaseline), the `gradsync run` that simulates a what-if and its outcome read
+// back from `run --json`, and the advice as text and as one JSON document. Pure functions: they
+// print nothing; the CLI (sim/cli/advise_command.cpp) runs the what-ifs and writes what these
+// return.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,12 @@ namespace gradsync {
 // What the advisor needs of the scenario: its sync settings, the cluster template's shape
 // (servers, GPUs and NICs per server, network, prices), or the explicit topology's counts.
 [[nodiscard]] AdviceBaseline advice_baseline(const LoadedScenario& loaded);
+
+// The arguments of the `gradsync run` that simulates a what-if: the scenario file, the
+// baseline's --set overrides then the what-if's, each --cfg, and --json.
+[[nodiscard]] std::vector<std::string> advice_run_args(
+    const std::string& scenario_file, const std::vector<std::string>& baseline_sets,
+    const std::vector<std::string>& variant_sets, const std::vector<std::string>& cfg);
 
 // A what-if's outcome from its `run --json` document (the keys of run_json.hpp). Throws
 // nlohmann::json::exception when a required key is missing or not a number.

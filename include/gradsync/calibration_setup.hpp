@@ -73,6 +73,11 @@ struct CalibrationJob {
                                                    const std::string& log_path,
                                                    const std::string& topology_path);
 
+// What a failed `gradsync bench` of candidate `candidate` printed on stderr, the candidate
+// file's path (deleted on exit) replaced by "TOPOLOGY (candidate N of the fit)".
+[[nodiscard]] std::string candidate_error_text(std::string err, const std::string& candidate_file,
+                                               const std::string& topology_path, int candidate);
+
 // The sizes split into runs that one `gradsync bench --min --max --factor` covers: geometric
 // runs (nccl-tests' -b/-e/-f), odd sizes alone. Sizes ascending, as the log's rows.
 [[nodiscard]] std::vector<std::vector<double>> bench_size_runs(const std::vector<double>& sizes);

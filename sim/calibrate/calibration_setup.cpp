@@ -201,6 +201,15 @@ std::string calibrated_topology_text(const std::string& base_text,
   return text_with(base_text, params, false, 0, note, topology_path);
 }
 
+std::string candidate_error_text(std::string err, const std::string& candidate_file,
+                                 const std::string& topology_path, int candidate) {
+  const std::string shown = fmt::format("{} (candidate {} of the fit)", topology_path, candidate);
+  for (std::size_t at = err.find(candidate_file); at != std::string::npos;
+       at = err.find(candidate_file, at + shown.size()))
+    err.replace(at, candidate_file.size(), shown);
+  return err;
+}
+
 std::vector<std::vector<double>> bench_size_runs(const std::vector<double>& sizes) {
   std::vector<std::vector<double>> groups;
   for (double s : sizes) {

@@ -56,18 +56,8 @@ class TrialRunner {
     std::size_t next = 0, finished = 0;
     while (finished < batch.size()) {
       while (next < batch.size() && pool_.running() < jobs_) {
-        std::vector<std::string> args{"run", o_.file};
-        for (const auto* list : {&o_.sets, &batch[next]})
-          for (const std::string& s : *list) {
-            args.emplace_back("--set");
-            args.push_back(s);
-          }
-        for (const std::string& c : o_.cfg) {
-          args.emplace_back("--cfg");
-          args.push_back(c);
-        }
-        args.emplace_back("--json");
-        pool_.start(next++, "gradsync", args);
+        pool_.start(next, "gradsync", advice_run_args(o_.file, o_.sets, batch[next], o_.cfg));
+        ++next;
       }
       for (const sweep::WorkerResult& w : pool_.collect(std::chrono::milliseconds(250))) {
         out[w.tag] = trial_of(w);

@@ -81,12 +81,8 @@ class Calibrator {
           std::chrono::hours(24));
       const int rc = w.signal != 0 ? 128 + w.signal : w.exit_code;
       if (rc != 0) {
-        // The candidate file is deleted on exit: name what it was instead.
-        std::string err = std::move(w.err);
-        const std::string shown = fmt::format("{} (candidate {} of the fit)", o_.topology, runs_);
-        for (std::size_t at = err.find(file.string()); at != std::string::npos;
-             at = err.find(file.string(), at + shown.size()))
-          err.replace(at, file.string().size(), shown);
+        const std::string err = candidate_error_text(std::move(w.err), file.string(),
+                                                     o_.topology, runs_);
         // A candidate the topology loader rejects is bad input (every fitted value is kept
         // within its key's range, so this is the original file's problem); anything else is
         // ours.

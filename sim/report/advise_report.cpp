@@ -106,6 +106,24 @@ AdviceOutcome advice_outcome_from_run_json(const nlohmann::json& j) {
   return o;
 }
 
+std::vector<std::string> advice_run_args(const std::string& scenario_file,
+                                         const std::vector<std::string>& baseline_sets,
+                                         const std::vector<std::string>& variant_sets,
+                                         const std::vector<std::string>& cfg) {
+  std::vector<std::string> args{"run", scenario_file};
+  for (const auto* list : {&baseline_sets, &variant_sets})
+    for (const std::string& s : *list) {
+      args.emplace_back("--set");
+      args.push_back(s);
+    }
+  for (const std::string& c : cfg) {
+    args.emplace_back("--cfg");
+    args.push_back(c);
+  }
+  args.emplace_back("--json");
+  return args;
+}
+
 AdviceTrial advice_trial_from_run_output(const std::string& run_stdout) {
   AdviceTrial t;
   const auto j = nlohmann::json::parse(run_stdout, nullptr, /*allow_exceptions=*/false);
