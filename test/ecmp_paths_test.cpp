@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "gradsync/cluster_spec.hpp"
 #include "gradsync/fabric_model.hpp"
@@ -246,4 +248,42 @@ TEST_CASE("several NICs per GPU: a connection across servers is split evenly ove
   const PathSpread s1 = spread_paths(one, r1, a, b, Routing::Static, 1, 77);
   REQUIRE(s1.qp_routes.size() == 1);
   CHECK(s1.qp_routes[0].links == r1.route(a, b, 77).links);
+}
+
+TEST_CASE("routes from another server through the switch a GPU hangs off equal the full search") {
+  // Every GPU reaches the network through its own NIC, a stub off its leaf: the Router walks
+  // toward the leaf, then down to the GPU (Router::proxy_for). The walk must stay on the
+  // shortest-path DAG toward the GPU itself, which equal_cost_routes() enumerates without it,
+  // and next_hops() must offer exactly that DAG's hops at every device.
+  const Topology t = two_leaves(4);
+  const Router router(t);
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) {
+      const DeviceId src = *t.find_device("n0.gpu" + std::to_string(a));
+      const DeviceId dst = *t.find_device("n1.gpu" + std::to_string(b));
+      CAPTURE(a);
+      CAPTURE(b);
+      const std::vector<Route> all = router.equal_cost_routes(src, dst, 1000);
+      REQUIRE(!all.empty());
+      std::map<DeviceId, std::set<DeviceId>> dag;  // device -> its next devices on the DAG
+      std::set<DeviceId> first_hops;               // entered from the GPU source
+      for (const Route& r : all) {
+        first_hops.insert(r.devices[1]);
+        for (std::size_t i = 0; i + 1 < r.devices.size(); ++i)
+          dag[r.devices[i]].insert(r.devices[i + 1]);
+      }
+      for (const auto& [at, want] : dag) {
+        std::set<DeviceId> got;
+        const std::optional<DeviceId> from =
+            first_hops.count(at) > 0 ? std::optional<DeviceId>(src) : std::nullopt;
+        for (const auto& [link, v] : router.next_hops(at, dst, from)) got.insert(v);
+        CHECK(got == want);
+      }
+      for (std::uint64_t hash = 0; hash < 16; ++hash) {
+        const Route r = router.route(src, dst, hash * 0x9e3779b97f4a7c15ULL);
+        CHECK(std::any_of(all.begin(), all.end(), [&](const Route& e) {
+          return e.devices == r.devices && e.links == r.links;
+        }));
+      }
+    }
 }

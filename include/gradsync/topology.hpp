@@ -320,6 +320,7 @@ class Router {
     // PCIe switches without P2P next to dst (when dst is a GPU), with their cost-to-dst for a
     // flow that entered them from a GPU (upstream only); usually empty.
     std::vector<std::pair<DeviceId, std::uint64_t>> from_gpu;
+    std::uint64_t used = 0;  // last use (the least recently used slot is reused)
   };
   // The distances toward dst, exact for every device closer to dst than `from` (and for `from`
   // itself, also when it is a GPU source).
@@ -362,8 +363,15 @@ class Router {
   [[nodiscard]] std::span<const Neighbour> neighbours(DeviceId u) const {
     return {neighbours_.data() + neighbour_offset_[u], neighbours_.data() + neighbour_offset_[u + 1]};
   }
-  mutable std::vector<CachedDistances> cache_;  // ring buffer of recent destinations
-  mutable std::size_t cache_next_ = 0;
+  mutable std::vector<CachedDistances> cache_;  // recent destinations (reserved: never moves)
+  mutable std::uint64_t cache_clock_ = 0;
+  // Per GPU, the network switch every path from another server enters it through (its NIC's
+  // leaf or rail switch), or the GPU itself when there is no single one. Outside its server,
+  // cost-to-GPU = cost-to-switch + a constant, so next hops toward the GPU there are the next
+  // hops toward the switch: one search serves every GPU behind a switch (proxy_for()).
+  std::vector<DeviceId> proxy_;
+  // The switch standing in for dst on a hop from `at`, or dst itself.
+  [[nodiscard]] DeviceId proxy_for(DeviceId at, DeviceId dst) const;
 };
 
 }  // namespace gradsync

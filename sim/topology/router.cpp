@@ -110,6 +110,45 @@ Router::Router(const Topology& topology) : topology_(&topology) {
     }
   }
   transit_offset_[n] = transit_.size();
+  cache_.reserve(kCachedDestinations);
+  // Proxies: a GPU in a server whose forwarding neighbours are stub chains ending at one
+  // network switch X (node < 0; every chain member in the GPU's server) or dead ends of its
+  // server (no forwarding neighbour, only GPUs of that server, e.g. its NVSwitch). Then from
+  // another server every path to the GPU enters the chains at X.
+  proxy_.resize(n);
+  for (DeviceId g = 0; g < n; ++g) {
+    proxy_[g] = g;
+    const int node = topology.device(g).node;
+    if (may_forward(g) || node < 0) continue;
+    DeviceId exit = g;
+    bool ok = true;
+    for (LinkId id : topology.links_of(g)) {
+      const DeviceId v = topology.link(id).other(g);
+      if (!may_forward(v)) continue;
+      if (topology.device(v).node != node) ok = false;
+      if (stub_exit_[v] != v) {
+        DeviceId w = v;
+        while (stub_exit_[w] != w) {
+          if (topology.device(w).node != node) ok = false;
+          w = stub_exit_[w];
+        }
+        if (topology.device(w).node >= 0 || (exit != g && exit != w)) ok = false;
+        exit = w;
+      } else {
+        for (LinkId out : topology.links_of(v)) {
+          const DeviceId u = topology.link(out).other(v);
+          if (may_forward(u) || topology.device(u).node != node) ok = false;
+        }
+      }
+    }
+    if (ok && exit != g) proxy_[g] = exit;
+  }
+}
+
+DeviceId Router::proxy_for(DeviceId at, DeviceId dst) const {
+  const DeviceId x = proxy_[dst];
+  if (x == dst || at == x || topology_->device(at).node == topology_->device(dst).node) return dst;
+  return x;
 }
 
 std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
@@ -117,13 +156,20 @@ std::uint64_t Router::link_cost(LinkId id) const { return link_costs_[id]; }
 Router::CachedDistances& Router::slot_for(DeviceId dst) const {
   if (dst >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
   for (auto& c : cache_)
-    if (c.dst == dst) return c;
+    if (c.dst == dst) {
+      c.used = ++cache_clock_;
+      return c;
+    }
+  std::size_t reuse = 0;
   if (cache_.size() < kCachedDestinations) {
     cache_.push_back(CachedDistances{});
-    cache_next_ = cache_.size() - 1;
+    reuse = cache_.size() - 1;
+  } else {
+    for (std::size_t i = 1; i < cache_.size(); ++i)
+      if (cache_[i].used < cache_[reuse].used) reuse = i;
   }
-  CachedDistances& slot = cache_[cache_next_];
-  cache_next_ = (cache_next_ + 1) % kCachedDestinations;
+  CachedDistances& slot = cache_[reuse];
+  slot.used = ++cache_clock_;
   const std::size_t n = topology_->devices().size();
   if (slot.dist.size() != n) {
     slot.dist.assign(n, kUnreachable);
@@ -284,24 +330,32 @@ void for_each_next_hop(const Topology& topology, const std::vector<std::uint64_t
 }  // namespace
 
 Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
-  const auto& cached = distances(src, dst);
-  const auto& dist = cached.dist;
-  if (dist.at(src) == kUnreachable)
-    throw std::logic_error("Router::route: " + topology_->device(src).name + " cannot reach " +
-                           topology_->device(dst).name);
+  if (src >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
+  // From another server, toward the switch dst hangs off (same hops: costs differ by a
+  // constant there), then from that switch toward dst.
+  const DeviceId proxy = proxy_for(src, dst);
   Route r;
   r.devices.push_back(src);
   std::vector<std::pair<LinkId, DeviceId>> next;
-  for (DeviceId u = src; u != dst;) {
-    next.clear();
-    const bool from_gpu_hop = r.devices.size() == 2 && !may_forward(src);
-    for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, dst, from_gpu_hop,
-                      [&](LinkId id, DeviceId v) { next.emplace_back(id, v); });
-    const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
-    r.links.push_back(next[pick].first);
-    u = next[pick].second;
-    r.devices.push_back(u);
-  }
+  auto walk = [&](DeviceId target) {
+    const auto& cached = distances(r.devices.back(), target);
+    const auto& dist = cached.dist;
+    if (dist.at(r.devices.back()) == kUnreachable)
+      throw std::logic_error("Router::route: " + topology_->device(src).name + " cannot reach " +
+                             topology_->device(dst).name);
+    for (DeviceId u = r.devices.back(); u != target;) {
+      next.clear();
+      const bool from_gpu_hop = r.devices.size() == 2 && !may_forward(src);
+      for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, target, from_gpu_hop,
+                        [&](LinkId id, DeviceId v) { next.emplace_back(id, v); });
+      const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
+      r.links.push_back(next[pick].first);
+      u = next[pick].second;
+      r.devices.push_back(u);
+    }
+  };
+  if (proxy != dst) walk(proxy);
+  walk(dst);
   return r;
 }
 
@@ -359,6 +413,9 @@ std::size_t Router::equal_cost_count(DeviceId src, DeviceId dst) const {
 
 std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId dst,
                                                            std::optional<DeviceId> from) const {
+  if (at >= topology_->devices().size() || dst >= topology_->devices().size())
+    throw std::out_of_range("Router: unknown device");
+  if (const DeviceId proxy = proxy_for(at, dst); proxy != dst) return next_hops(at, proxy, from);
   const auto& cached = distances(at, dst);
   const auto& dist = cached.dist;
   std::vector<std::pair<LinkId, DeviceId>> out;
