@@ -2,6 +2,7 @@
 // pairs, or adaptive routing as an ideal even split at every branching network switch.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 
 #include "gradsync/splitmix64.hpp"
@@ -28,6 +29,34 @@ void add_share(std::vector<LinkShare>& shares, LinkId link, DeviceId from, doubl
     }
   shares.push_back(LinkShare{link, from, share});
 }
+
+// add_share() into one list many times: past a few entries, (link, from) -> position is kept
+// in a hash map (an adaptive stage over a fat tree's core has hundreds of links; scanning it
+// for each of them made spreading a pair quadratic in the core's size). Same order, same sums.
+class ShareAdder {
+ public:
+  explicit ShareAdder(std::vector<LinkShare>& shares) : shares_(shares) {}
+  void add(LinkId link, DeviceId from, double share) {
+    if (shares_.size() < kScan && index_.empty()) {
+      add_share(shares_, link, from, share);
+      return;
+    }
+    if (index_.empty())
+      for (std::size_t i = 0; i < shares_.size(); ++i)
+        index_.emplace(key(shares_[i].link, shares_[i].from), i);
+    const auto [it, fresh] = index_.emplace(key(link, from), shares_.size());
+    if (fresh) shares_.push_back(LinkShare{link, from, share});
+    else shares_[it->second].share += share;
+  }
+
+ private:
+  static constexpr std::size_t kScan = 16;
+  static std::uint64_t key(LinkId link, DeviceId from) {
+    return (static_cast<std::uint64_t>(link) << 32) ^ static_cast<std::uint64_t>(from);
+  }
+  std::vector<LinkShare>& shares_;
+  std::unordered_map<std::uint64_t, std::size_t> index_;
+};
 
 }  // namespace
 
@@ -218,12 +247,14 @@ PathSpread spread_one(const Topology& topology, const Router& router, DeviceId s
   }
 
   // Adaptive: walk hop by hop with the fraction of the flow at each device.
+  ShareAdder link_shares(out.link_shares);
   std::map<DeviceId, double> frontier{{src, 1.0}};
   const std::size_t max_hops = topology.devices().size();
   for (std::size_t hop = 0; !(frontier.size() == 1 && frontier.begin()->first == dst); ++hop) {
     if (hop > max_hops) throw std::logic_error("spread_paths: no progress toward the destination");
     std::map<DeviceId, double> next;
     std::vector<LinkShare> stage;
+    ShareAdder stage_shares(stage);
     for (const auto& [u, f] : frontier) {
       if (u == dst) {
         next[u] += f;
@@ -238,17 +269,17 @@ PathSpread spread_one(const Topology& topology, const Router& router, DeviceId s
       if (spread) {
         const double part = f / static_cast<double>(hops.size());
         for (const auto& [link, v] : hops) {
-          add_share(stage, link, u, part);
+          stage_shares.add(link, u, part);
           next[v] += part;
         }
       } else {
         const auto& [link, v] =
             hops[hops.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % hops.size()];
-        add_share(stage, link, u, f);
+        stage_shares.add(link, u, f);
         next[v] += f;
       }
     }
-    for (const LinkShare& s : stage) add_share(out.link_shares, s.link, s.from, s.share);
+    for (const LinkShare& s : stage) link_shares.add(s.link, s.from, s.share);
     out.stages.push_back(std::move(stage));
     frontier = std::move(next);
   }
