@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Layering of gradsync's own headers: a file includes only headers of its library or of the
-libraries below it, model < config, trace < engine < report < cli < python.
+libraries below it, model < config, trace < engine < report < io < cli < python.
 
 Usage: python3 test/check_includes.py PROJECT_DIR
 
@@ -19,19 +19,21 @@ import re
 import sys
 
 LEVEL = {"gradsync_model": 0, "gradsync_config": 1, "gradsync_trace": 1,
-         "gradsync_engine": 2, "gradsync_report": 3, "gradsync_cli": 4, "gradsync_python": 5,
-         "gradsync": 5}
+         "gradsync_engine": 2, "gradsync_report": 3, "gradsync_io": 4, "gradsync_cli": 5,
+         "gradsync_python": 6, "gradsync": 6}
 ALLOWED = {  # what each library may include besides itself and the model
     "gradsync_model": set(),
     "gradsync_config": set(),
     "gradsync_trace": set(),
     "gradsync_engine": {"gradsync_config"},
     "gradsync_report": {"gradsync_config", "gradsync_engine"},
-    "gradsync_cli": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report"},
+    "gradsync_io": {"gradsync_config", "gradsync_engine", "gradsync_report"},
+    "gradsync_cli": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
+                     "gradsync_io"},
     "gradsync_python": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
-                        "gradsync_cli"},
+                        "gradsync_io", "gradsync_cli"},
     "gradsync": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
-                 "gradsync_cli"},
+                 "gradsync_io", "gradsync_cli"},
 }
 
 

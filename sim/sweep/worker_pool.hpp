@@ -3,7 +3,7 @@
 // through pipes, each has a wall-clock limit, and they die with the sweep (Linux
 // PR_SET_PDEATHSIG): a sweep killed with SIGKILL leaves no simulation running behind it.
 // A program that cannot be executed exits 127 with one line on stderr.
-// Part of the CLI (POSIX processes); the library never forks.
+// Part of gradsync_io (POSIX processes): the model, engine and report libraries never fork.
 #pragma once
 
 #include <chrono>
