@@ -10,12 +10,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <span>
 #include <vector>
 
 #include "gradsync/config_error.hpp"
@@ -321,6 +322,11 @@ class Router {
     // flow that entered them from a GPU (upstream only); usually empty.
     std::vector<std::pair<DeviceId, std::uint64_t>> from_gpu;
     std::uint64_t used = 0;  // last use (the least recently used slot is reused)
+    // dst's proxy switch (proxy_) is settled without relaxing its links until a query needs a
+    // device farther than it (routes from other servers stop there: its thousands of links are
+    // relaxed for none of them). kNoDevice when dst has no proxy or it has been expanded.
+    DeviceId deferred = std::numeric_limits<DeviceId>::max();
+    bool deferred_pending = false;  // popped, links not yet relaxed
   };
   // The distances toward dst, exact for every device closer to dst than `from` (and for `from`
   // itself, also when it is a GPU source).
@@ -370,8 +376,20 @@ class Router {
   // cost-to-GPU = cost-to-switch + a constant, so next hops toward the GPU there are the next
   // hops toward the switch: one search serves every GPU behind a switch (proxy_for()).
   std::vector<DeviceId> proxy_;
+  // Per GPU with a proxy, its chains' devices next to the proxy (the hops from the proxy
+  // toward the GPU go to them): proxy_heads_[proxy_head_offset_[g] .. proxy_head_offset_[g+1]).
+  std::vector<std::size_t> proxy_head_offset_;
+  std::vector<DeviceId> proxy_heads_;
   // The switch standing in for dst on a hop from `at`, or dst itself.
   [[nodiscard]] DeviceId proxy_for(DeviceId at, DeviceId dst) const;
+  // The next hops from dst's proxy toward dst, from its chains' few links (true), or false when
+  // `at` is not dst's proxy.
+  template <typename Fn>
+  bool hops_from_proxy(const CachedDistances& c, DeviceId at, DeviceId dst, Fn&& fn) const;
+  // Relaxes the deferred proxy's links when the search must go past it.
+  void expand_deferred(CachedDistances& c) const;
+  // The smallest key the search would pop next (a deferred proxy counts as its cost + 1).
+  [[nodiscard]] std::optional<std::uint64_t> next_key(const CachedDistances& c) const;
 };
 
 }  // namespace gradsync

@@ -143,6 +143,21 @@ Router::Router(const Topology& topology) : topology_(&topology) {
     }
     if (ok && exit != g) proxy_[g] = exit;
   }
+  proxy_head_offset_.assign(n + 1, 0);
+  for (DeviceId g = 0; g < n; ++g) {
+    proxy_head_offset_[g] = proxy_heads_.size();
+    if (proxy_[g] == g) continue;
+    const std::size_t first = proxy_heads_.size();
+    for (LinkId id : topology.links_of(g)) {
+      DeviceId w = topology.link(id).other(g);
+      if (!may_forward(w) || stub_exit_[w] == w) continue;
+      while (stub_exit_[w] != proxy_[g]) w = stub_exit_[w];
+      if (std::find(proxy_heads_.begin() + static_cast<std::ptrdiff_t>(first), proxy_heads_.end(),
+                    w) == proxy_heads_.end())
+        proxy_heads_.push_back(w);
+    }
+  }
+  proxy_head_offset_[n] = proxy_heads_.size();
 }
 
 DeviceId Router::proxy_for(DeviceId at, DeviceId dst) const {
@@ -183,6 +198,8 @@ Router::CachedDistances& Router::slot_for(DeviceId dst) const {
   slot.heap.clear();
   slot.from_gpu.clear();
   slot.dst = dst;
+  slot.deferred = proxy_[dst] != dst ? proxy_[dst] : std::numeric_limits<DeviceId>::max();
+  slot.deferred_pending = false;
   set_distance(slot, dst, 0);
   slot.heap.emplace_back(0, dst);
 
@@ -220,13 +237,22 @@ void Router::set_distance(CachedDistances& c, DeviceId v, std::uint64_t d) const
 void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
   const auto& links = topology_->links();
   const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
-  while (!c.heap.empty() && c.heap.front().first < bound) {
+  for (;;) {
+    // A deferred proxy's links before anything farther than it, and only if asked past it.
+    if (c.deferred_pending && bound > c.dist[c.deferred] + 1 &&
+        (c.heap.empty() || c.heap.front().first > c.dist[c.deferred]))
+      expand_deferred(c);
+    if (c.heap.empty() || c.heap.front().first >= bound) break;
     std::pop_heap(c.heap.begin(), c.heap.end(), later);
     const std::uint64_t d = c.heap.back().first;
     const DeviceId u = c.heap.back().second;
     c.heap.pop_back();
     if (c.settled[u] || d != c.dist[u]) continue;
     c.settled[u] = 1;
+    if (u == c.deferred && u != c.dst) {  // relaxed only if a query goes past it
+      c.deferred_pending = true;
+      continue;
+    }
     auto relax = [&](DeviceId v, std::uint64_t cost) {
       if (c.settled[v]) return;
       const std::uint64_t nd = d + cost;
@@ -248,6 +274,34 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
   }
 }
 
+void Router::expand_deferred(CachedDistances& c) const {
+  c.deferred_pending = false;
+  const DeviceId u = c.deferred;
+  c.deferred = std::numeric_limits<DeviceId>::max();
+  const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
+  const std::uint64_t d = c.dist[u];
+  for (std::size_t e = transit_offset_[u]; e < transit_offset_[u + 1]; ++e) {
+    const DeviceId v = transit_[e].to;
+    if (c.settled[v]) continue;
+    const std::uint64_t nd = d + transit_[e].cost;
+    if (nd < c.dist[v]) {
+      set_distance(c, v, nd);
+      c.heap.emplace_back(nd, v);
+      std::push_heap(c.heap.begin(), c.heap.end(), later);
+    }
+  }
+}
+
+std::optional<std::uint64_t> Router::next_key(const CachedDistances& c) const {
+  std::optional<std::uint64_t> key;
+  if (!c.heap.empty()) key = c.heap.front().first;
+  if (c.deferred_pending) {
+    const std::uint64_t past = c.dist[c.deferred] + 1;
+    key = key ? std::min(*key, past) : past;
+  }
+  return key;
+}
+
 void Router::settle(CachedDistances& c, DeviceId v) const {
   if (c.settled[v]) return;
   const auto next_to_dst = [&] {  // asked of stubs only: a switch may have thousands of links
@@ -263,7 +317,11 @@ void Router::settle(CachedDistances& c, DeviceId v) const {
     c.settled[v] = 1;
     return;
   }
-  while (!c.settled[v] && !c.heap.empty()) settle_below(c, c.heap.front().first + 1);
+  while (!c.settled[v]) {
+    const auto key = next_key(c);
+    if (!key) break;
+    settle_below(c, *key + 1);
+  }
 }
 
 Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
@@ -290,8 +348,9 @@ Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
           const std::uint64_t dv = distance_from_gpu(c.dist, c.from_gpu, v);
           if (dv != kUnreachable) best = std::min(best, dv + link_costs_[id]);
         }
-        if (c.heap.empty() || c.heap.front().first >= best) break;
-        settle_below(c, c.heap.front().first + 1);
+        const auto key = next_key(c);
+        if (!key || *key >= best) break;
+        settle_below(c, *key + 1);
       }
       set_distance(c, from, best);
       c.settled[from] = 1;
@@ -329,6 +388,23 @@ void for_each_next_hop(const Topology& topology, const std::vector<std::uint64_t
 
 }  // namespace
 
+template <typename Fn>
+bool Router::hops_from_proxy(const CachedDistances& c, DeviceId at, DeviceId dst, Fn&& fn) const {
+  if (proxy_[dst] == dst || at != proxy_[dst]) return false;
+  // Only a chain head can be closer to dst than its proxy (every other neighbour reaches dst
+  // through the proxy); in links_of() order, which lists both ends' links by id.
+  std::vector<std::pair<LinkId, DeviceId>> hops;
+  for (std::size_t k = proxy_head_offset_[dst]; k < proxy_head_offset_[dst + 1]; ++k) {
+    const DeviceId h = proxy_heads_[k];
+    if (c.dist[h] == kUnreachable) continue;
+    for (const Neighbour& n : neighbours(h))
+      if (n.to == at && c.dist[h] + n.cost == c.dist[at]) hops.emplace_back(n.link, h);
+  }
+  std::sort(hops.begin(), hops.end());
+  for (const auto& [link, h] : hops) fn(link, h);
+  return true;
+}
+
 Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
   if (src >= topology_->devices().size()) throw std::out_of_range("Router: unknown device");
   // From another server, toward the switch dst hangs off (same hops: costs differ by a
@@ -346,8 +422,10 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
     for (DeviceId u = r.devices.back(); u != target;) {
       next.clear();
       const bool from_gpu_hop = r.devices.size() == 2 && !may_forward(src);
-      for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, target, from_gpu_hop,
-                        [&](LinkId id, DeviceId v) { next.emplace_back(id, v); });
+      auto add = [&](LinkId id, DeviceId v) { next.emplace_back(id, v); };
+      if (from_gpu_hop || !hops_from_proxy(cached, u, target, add))
+        for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, target,
+                          from_gpu_hop, add);
       const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
       r.links.push_back(next[pick].first);
       u = next[pick].second;
@@ -421,6 +499,8 @@ std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId
   std::vector<std::pair<LinkId, DeviceId>> out;
   if (at == dst || dist.at(at) == kUnreachable) return out;
   const bool from_gpu_hop = from && !may_forward(*from);
+  auto add = [&](LinkId id, DeviceId v) { out.emplace_back(id, v); };
+  if (!from_gpu_hop && hops_from_proxy(cached, at, dst, add)) return out;
   for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(at), at, dst, from_gpu_hop,
                     [&](LinkId id, DeviceId v) { out.emplace_back(id, v); });
   return out;
