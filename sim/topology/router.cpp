@@ -332,10 +332,21 @@ Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
     // A GPU source only originates traffic: one relaxation over its links, once each
     // neighbour closer than the best so far is settled.
     if (!c.settled[from]) {
-      for (LinkId id : topology_->links_of(from)) {  // stub neighbours: from their exit
-        const DeviceId v = links[id].other(from);
-        if (v != dst && may_forward(v) && stub_exit_[v] != v) settle(c, v);
-      }
+      // A stub neighbour's cost, once the search has settled a device of its chain (a stub
+      // not settled by the search reaches dst through its exit): not asked for eagerly, so
+      // that a GPU whose NVLink neighbour is two hops from dst does not search the whole
+      // network for its NIC's distance.
+      const auto stub_cost = [&](DeviceId v) {
+        std::uint64_t up = 0;
+        for (DeviceId w = v;; w = stub_exit_[w]) {
+          if (c.settled[w]) return c.dist[w] == kUnreachable ? kUnreachable : c.dist[w] + up;
+          if (stub_exit_[w] == w) return kUnreachable;  // its root is not settled yet
+          up += stub_cost_[w];
+        }
+      };
+      const auto is_stub = [&](DeviceId v) {
+        return v != dst && may_forward(v) && stub_exit_[v] != v;
+      };
       std::uint64_t best = kUnreachable;
       for (;;) {
         best = kUnreachable;
@@ -344,13 +355,27 @@ Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
           if (v != dst && !may_forward(v)) continue;
           const bool via_host = std::any_of(c.from_gpu.begin(), c.from_gpu.end(),
                                             [&](const auto& e) { return e.first == v; });
-          if (!c.settled[v] && !via_host) continue;
-          const std::uint64_t dv = distance_from_gpu(c.dist, c.from_gpu, v);
+          std::uint64_t dv = kUnreachable;
+          if (is_stub(v) && !c.settled[v] && !via_host) {
+            dv = stub_cost(v);
+          } else {
+            if (!c.settled[v] && !via_host) continue;
+            dv = distance_from_gpu(c.dist, c.from_gpu, v);
+          }
           if (dv != kUnreachable) best = std::min(best, dv + link_costs_[id]);
         }
         const auto key = next_key(c);
         if (!key || *key >= best) break;
         settle_below(c, *key + 1);
+      }
+      // The stub neighbours on a shortest path get their distance (next hops read it).
+      for (LinkId id : topology_->links_of(from)) {
+        const DeviceId v = links[id].other(from);
+        const bool via_host = std::any_of(c.from_gpu.begin(), c.from_gpu.end(),
+                                          [&](const auto& e) { return e.first == v; });
+        if (is_stub(v) && !c.settled[v] && !via_host && best != kUnreachable &&
+            stub_cost(v) + link_costs_[id] == best)
+          settle(c, v);
       }
       set_distance(c, from, best);
       c.settled[from] = 1;
