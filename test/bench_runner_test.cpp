@@ -10,6 +10,7 @@
 
 #include "gradsync/bench_runner.hpp"
 #include "gradsync/config_error.hpp"
+#include "sim_check.hpp"
 
 using namespace gradsync;
 
@@ -18,18 +19,8 @@ namespace {
 constexpr double kLinkBandwidth = 25e9;  // B/s per direction
 constexpr double kLinkLatency = 1e-6;    // s per link; a GPU -> GPU hop crosses two links
 
-// Every GPU on one switch, efficiency 1, zero switch latency, no software model.
 Topology ideal_star(std::uint32_t n) {
-  Topology t("ideal-star");
-  t.set_software(SoftwareModel::None);
-  const DeviceId sw = t.add_device(Device{"sw", DeviceKind::Switch, -1, Seconds(0.0), {}});
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const DeviceId g = t.add_device(
-        Device{"gpu" + std::to_string(i), DeviceKind::Gpu, static_cast<int>(i), Seconds(0.0), {}});
-    t.add_link(Link{g, sw, Fabric::InfiniBand, BytesPerSecond(kLinkBandwidth),
-                    Seconds(kLinkLatency), 1.0, Duplex::Full, {}});
-  }
-  return t;
+  return sim_check::ideal_star(n, kLinkBandwidth, kLinkLatency);
 }
 
 // SimGrid's options for this build: thread contexts under the sanitizers, else none.

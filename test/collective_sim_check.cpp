@@ -18,6 +18,7 @@
 #include "gradsync/collective.hpp"
 #include "gradsync/engine.hpp"
 #include "gradsync/topology.hpp"
+#include "sim_check.hpp"
 
 using namespace gradsync;
 
@@ -37,16 +38,7 @@ void check(const std::string& what, double got, double want, double tolerance) {
 }
 
 Topology ideal_star(std::uint32_t n) {
-  Topology t("ideal-star");
-  t.set_software(SoftwareModel::None);
-  const DeviceId sw = t.add_device(Device{"sw", DeviceKind::Switch, -1, Seconds(0.0), {}});
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const DeviceId g = t.add_device(
-        Device{"gpu" + std::to_string(i), DeviceKind::Gpu, static_cast<int>(i), Seconds(0.0), {}});
-    t.add_link(Link{g, sw, Fabric::InfiniBand, BytesPerSecond(kLinkBandwidth),
-                    Seconds(kLinkLatency), 1.0, Duplex::Full, {}});
-  }
-  return t;
+  return sim_check::ideal_star(n, kLinkBandwidth, kLinkLatency);
 }
 
 // Servers of `ppn` GPUs on a 100 GB/s node switch, each server on a core switch through a
