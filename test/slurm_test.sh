@@ -94,13 +94,15 @@ node_idle() { [[ $(sinfo -h -n "$host" -o %T 2>/dev/null) == idle ]]; }
 wait_for 30 node_idle || { dump_logs; skip "the test node never became idle"; }
 pass "a one-node Slurm is up ($(slurmctld -V), node $host)"
 
-# 6 points of a few seconds each (the 7B scenario on 768 and 1024 DGX H100 servers).
+# 6 points of a few seconds each (the 7B scenario on 1,536 and 2,048 DGX H100 servers: 1.4 to
+# 4 s each on 2 cores; the shard to preempt must still be running half a second after its
+# first line).
 sweep=$T/work/sweep.yaml
 out=$T/work/out
 cat >"$sweep" <<EOF
-base: $root/scenarios/default.yaml
+base: $root/scenarios/llama-7b-4node-ib.yaml
 grid:
-  topology_overrides.nodes: [768, 1024]
+  topology_overrides.nodes: [1536, 2048]
   sync.bucket: [25MiB, 100MiB, 400MiB]
 EOF
 export GRADSYNC=$gradsync  # the sbatch scripts run \${GRADSYNC:-gradsync}
