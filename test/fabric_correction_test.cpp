@@ -147,13 +147,14 @@ TEST_CASE("TCP incast: bursts converging from several ingress ports pay rto_min 
     return out;
   };
   // Two 1 MiB blocks from two ingress ports: 2 MiB > 405 kB.
-  CHECK(extra({via_1, via_2}, 1048576.0) == std::vector<double>{0.2, 0.2});
+  const double rto = tcp.rto_min.seconds();  // Linux TCP_RTO_MIN, 200 ms
+  CHECK(extra({via_1, via_2}, 1048576.0) == std::vector<double>{rto, rto});
   // The same blocks through one ingress port: no convergence, no incast.
   CHECK(extra({via_1, via_1}, 1048576.0) == std::vector<double>{0.0, 0.0});
   // Two 100 kB blocks fit the port.
   CHECK(extra({via_1, via_2}, 1e5) == std::vector<double>{0.0, 0.0});
   // A block over 4 MiB counts one send window: 2 x 4 MiB still overflows, not more.
-  CHECK(extra({via_1, via_2}, 64e6) == std::vector<double>{0.2, 0.2});
+  CHECK(extra({via_1, via_2}, 64e6) == std::vector<double>{rto, rto});
   // A host-to-host cable has no switch port to overflow.
   const std::vector<PortHop> cable{{6, 1.25e9, Fabric::Ethernet, false}};
   CHECK(extra({cable, cable}, 1048576.0) == std::vector<double>{0.0, 0.0});

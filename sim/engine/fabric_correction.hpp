@@ -69,8 +69,9 @@ class FabricCorrection {
  public:
   virtual ~FabricCorrection() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
-  // True when it caps rates (the engine then passes caps to SimGrid as bandwidth factors and
-  // keeps its parts in flight by start order for restarts).
+  // True when it caps rates: the engine then passes caps to SimGrid as bandwidth factors,
+  // keeps its parts in flight by start order for restarts, and calls started() and finished()
+  // (only then: a correction that does not cap rates sees each batch once, in on_start()).
   [[nodiscard]] virtual bool caps_rates() const { return false; }
   // Parts starting together at one simulated instant; adjust[k] belongs to parts[k].
   virtual void on_start(std::span<const StartingPart> parts, std::span<StartAdjustment> adjust) = 0;

@@ -41,7 +41,7 @@ detail::StartingPart Simulation::Impl::starting_part(const InFlight& part, doubl
 }
 
 void Simulation::Impl::correct_after(std::uint64_t seq) {
-  if (corrections.empty()) return;
+  if (!caps_rates) return;  // started()/finished() matter only to corrections that cap rates
   std::vector<detail::Restart> restarts;
   for (const auto& c : corrections) c->finished(seq, restarts);
   for (const detail::Restart& r : restarts)

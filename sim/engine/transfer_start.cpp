@@ -64,7 +64,7 @@ void Simulation::Impl::start_part(InFlight part, double payload) {
   comm->start();
   rec.latency = last_charged_latency;
   next_rate_cap = 0.0;
-  if (!corrections.empty()) {
+  if (caps_rates) {  // only corrections that cap rates follow the parts in flight
     const detail::StartingPart started_part = starting_part(rec, payload, 0);
     const detail::StartAdjustment adjust{0.0, rec.cap, rec.cap_rate};
     for (const auto& c : corrections) c->started(started_part, adjust);
