@@ -22,6 +22,9 @@
 #include <vector>
 
 #include "gradsync/config_error.hpp"
+#include "gradsync/fabric_model.hpp"
+#include "gradsync/fabric_registry.hpp"
+#include "gradsync/nccl_model.hpp"
 #include "gradsync/topology.hpp"
 #include "gradsync/units.hpp"
 
@@ -138,6 +141,40 @@ void check_well_formed(const Topology& t, const Route& r, DeviceId src, DeviceId
 // ---------------------------------------------------------------------------------------
 // Topology::validate
 // ---------------------------------------------------------------------------------------
+
+TEST_CASE("the fabric registry: one row per fabric, read by every name and property lookup") {
+  const auto rows = gradsync::fabric_registry();
+  std::set<std::string> names;
+  for (const gradsync::FabricInfo& f : rows) {
+    CAPTURE(f.name);
+    CHECK(names.insert(std::string(f.name)).second);
+    CHECK(gradsync::to_string(f.fabric) == f.name);
+    CHECK(gradsync::fabric_from_string(f.name) == f.fabric);
+    CHECK(&gradsync::fabric_info(f.fabric) == &f);
+    CHECK(gradsync::is_network_fabric(f.fabric) == f.network);
+    CHECK(gradsync::link_class(f.fabric) == f.nccl_class);
+    // A network hop is NCCL's NET class and ranked by `advise`; links inside a server are not.
+    CHECK((f.nccl_class == gradsync::LinkClass::Net) == f.network);
+    CHECK((f.advise_rank >= 0) == f.network);
+    if (f.network) CHECK(gradsync::default_routing(f.fabric) == f.routing);
+  }
+  CHECK(names.size() == 7);
+  CHECK(gradsync::fabric_names(true) ==
+        std::vector<std::string>{"infiniband", "roce", "ethernet", "efa"});
+  CHECK_FALSE(gradsync::fabric_from_string("nvswitch").has_value());
+  // The physics the rows carry: InfiniBand and EFA route adaptively, Ethernet/RoCE hash (ECMP);
+  // at one line rate TCP < RoCE = EFA < InfiniBand.
+  using gradsync::Fabric;
+  CHECK(gradsync::default_routing(Fabric::InfiniBand) == gradsync::Routing::Adaptive);
+  CHECK(gradsync::default_routing(Fabric::Efa) == gradsync::Routing::Adaptive);
+  CHECK(gradsync::default_routing(Fabric::Roce) == gradsync::Routing::Static);
+  CHECK(gradsync::fabric_info(Fabric::Ethernet).advise_rank <
+        gradsync::fabric_info(Fabric::Roce).advise_rank);
+  CHECK(gradsync::fabric_info(Fabric::Roce).advise_rank ==
+        gradsync::fabric_info(Fabric::Efa).advise_rank);
+  CHECK(gradsync::fabric_info(Fabric::Efa).advise_rank <
+        gradsync::fabric_info(Fabric::InfiniBand).advise_rank);
+}
 
 TEST_CASE("validate accepts a star and a lone GPU") {
   CHECK_NOTHROW(star(4).validate());

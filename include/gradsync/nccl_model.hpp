@@ -34,6 +34,7 @@
 #include <span>
 #include <string_view>
 
+#include "gradsync/fabric_registry.hpp"
 #include "gradsync/collective.hpp"
 #include "gradsync/topology.hpp"
 #include "gradsync/units.hpp"
@@ -43,8 +44,6 @@ namespace gradsync {
 inline constexpr std::string_view kNcclModelVersion = "2.30.7";
 
 enum class NcclProtocol : std::uint8_t { LL, LL128, Simple };
-// NCCL's hardware classes for latency (NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET).
-enum class LinkClass : std::uint8_t { NvLink, Pci, Net };
 // Rows of NCCL's per-architecture bandwidth caps: GpuGeneration (topology.hpp).
 // Multi-node LL caps and the network post overhead depend on the host CPU.
 enum class CpuVendor : std::uint8_t { Intel, Amd };
@@ -52,7 +51,8 @@ enum class CpuVendor : std::uint8_t { Intel, Amd };
 [[nodiscard]] std::string_view to_string(NcclProtocol protocol);  // "LL", "LL128", "Simple"
 [[nodiscard]] std::string_view to_string(LinkClass link_class);   // "nvlink", "pci", "net"
 
-// The class of one fabric: nvlink → NvLink; pcie, socket → Pci; infiniband, roce, ethernet → Net.
+// The class of one fabric (its fabric_registry() row): nvlink → NvLink; pcie, socket → Pci;
+// infiniband, roce, ethernet, efa → Net.
 [[nodiscard]] LinkClass link_class(Fabric fabric);
 // The class of a route from its links' fabrics: Net if any link is a network fabric, else Pci
 // if any is pcie/socket, else NvLink (an empty route — same device — is NvLink). O(links).

@@ -7,6 +7,7 @@
 
 #include "gradsync/splitmix64.hpp"
 #include "gradsync/fabric_model.hpp"
+#include "gradsync/fabric_registry.hpp"
 
 namespace gradsync {
 
@@ -70,11 +71,7 @@ std::optional<Routing> routing_from_string(std::string_view text) {
   return std::nullopt;
 }
 
-Routing default_routing(Fabric network_fabric) {
-  return network_fabric == Fabric::InfiniBand || network_fabric == Fabric::Efa
-             ? Routing::Adaptive
-             : Routing::Static;
-}
+Routing default_routing(Fabric network_fabric) { return fabric_info(network_fabric).routing; }
 
 Routing effective_routing(const Topology& topology) {
   if (topology.routing().mode) return *topology.routing().mode;

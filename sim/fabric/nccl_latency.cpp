@@ -126,18 +126,7 @@ std::string_view to_string(LinkClass link_class) {
   return "?";
 }
 
-LinkClass link_class(Fabric fabric) {
-  switch (fabric) {
-    case Fabric::NvLink: return LinkClass::NvLink;
-    case Fabric::Pcie:
-    case Fabric::Socket: return LinkClass::Pci;
-    case Fabric::InfiniBand:
-    case Fabric::Roce:
-    case Fabric::Ethernet:
-    case Fabric::Efa: return LinkClass::Net;
-  }
-  return LinkClass::Net;
-}
+LinkClass link_class(Fabric fabric) { return fabric_info(fabric).nccl_class; }
 
 LinkClass route_link_class(std::span<const Fabric> fabrics) {
   LinkClass worst = LinkClass::NvLink;

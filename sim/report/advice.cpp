@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/fabric_defaults.hpp"
+#include "gradsync/fabric_registry.hpp"
 #include "gradsync/step_schedule.hpp"
 
 namespace gradsync {
@@ -48,16 +49,8 @@ constexpr NetworkChoice kNetworkChoices[] = {
 };
 
 // Lossless RDMA fabrics carry NCCL without the host TCP stack: at one line rate they are
-// ranked Ethernet < RoCE < InfiniBand.
-int fabric_rank(Fabric f) {
-  switch (f) {
-    case Fabric::Ethernet: return 0;
-    case Fabric::Roce:
-    case Fabric::Efa: return 1;  // RDMA without the host TCP stack, as RoCE
-    case Fabric::InfiniBand: return 2;
-    default: return -1;
-  }
-}
+// ranked Ethernet < RoCE, EFA < InfiniBand (FabricInfo::advise_rank).
+int fabric_rank(Fabric f) { return fabric_info(f).advise_rank; }
 
 std::string format_ratio(double r) { return fmt::format("{:g} %", r * 100.0); }
 

@@ -1,6 +1,8 @@
 // Topology: devices and links with stable ids, name spellings, and validation.
 #include "gradsync/topology.hpp"
 
+#include "gradsync/fabric_registry.hpp"
+
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>
 
@@ -24,16 +26,6 @@ constexpr std::array<std::pair<DeviceKind, std::string_view>, 6> kDeviceKindName
     {DeviceKind::Cpu, "cpu"},
     {DeviceKind::Nic, "nic"},
     {DeviceKind::Switch, "switch"},
-}};
-
-constexpr std::array<std::pair<Fabric, std::string_view>, 7> kFabricNames{{
-    {Fabric::NvLink, "nvlink"},
-    {Fabric::Pcie, "pcie"},
-    {Fabric::Socket, "socket"},
-    {Fabric::InfiniBand, "infiniband"},
-    {Fabric::Roce, "roce"},
-    {Fabric::Ethernet, "ethernet"},
-    {Fabric::Efa, "efa"},
 }};
 
 constexpr std::array<std::pair<SoftwareModel, std::string_view>, 2> kSoftwareNames{{
@@ -102,20 +94,25 @@ std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>,
 }  // namespace
 
 std::string_view to_string(DeviceKind kind) { return name_of(kDeviceKindNames, kind); }
-std::string_view to_string(Fabric fabric) { return name_of(kFabricNames, fabric); }
+std::string_view to_string(Fabric fabric) { return fabric_info(fabric).name; }
 std::string_view to_string(SoftwareModel software) { return name_of(kSoftwareNames, software); }
 std::optional<DeviceKind> device_kind_from_string(std::string_view text) {
   return value_of(kDeviceKindNames, text);
 }
 std::optional<Fabric> fabric_from_string(std::string_view text) {
-  return value_of(kFabricNames, text);
+  for (const FabricInfo& f : fabric_registry())
+    if (f.name == text) return f.fabric;
+  return std::nullopt;
 }
 std::optional<SoftwareModel> software_from_string(std::string_view text) {
   return value_of(kSoftwareNames, text);
 }
 std::vector<std::string> device_kind_names() { return names_of(kDeviceKindNames); }
 std::vector<std::string> fabric_names(bool network_only) {
-  return names_of(kFabricNames, network_only ? &is_network_fabric : nullptr);
+  std::vector<std::string> out;
+  for (const FabricInfo& f : fabric_registry())
+    if (!network_only || f.network) out.emplace_back(f.name);
+  return out;
 }
 std::vector<std::string> software_names() { return names_of(kSoftwareNames); }
 std::string_view to_string(GpuGeneration generation) {
@@ -146,10 +143,7 @@ std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology) {
   return {GpuGeneration::Volta, true};
 }
 
-bool is_network_fabric(Fabric fabric) {
-  return fabric == Fabric::InfiniBand || fabric == Fabric::Roce || fabric == Fabric::Ethernet ||
-         fabric == Fabric::Efa;
-}
+bool is_network_fabric(Fabric fabric) { return fabric_info(fabric).network; }
 
 DeviceId Topology::add_device(Device device) {
   const DeviceId id = devices_.size();
