@@ -99,8 +99,15 @@ enum class CompressionMethod { None, Int8, Fp8, Int4, TopK };
 [[nodiscard]] std::string_view to_string(CompressionMethod method);
 [[nodiscard]] std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text);
 [[nodiscard]] std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text);
-// Every spelling sync_algorithm_from_string() accepts, in a fixed order (for error messages).
+// Every spelling each *_from_string() accepts, in a fixed order (the loader's choice lists and
+// error messages read these, so a new value is one table row in scenario.cpp).
 [[nodiscard]] std::vector<std::string> sync_algorithm_names();
+[[nodiscard]] std::vector<std::string> grad_dtype_names();
+[[nodiscard]] std::vector<std::string> sync_strategy_names();
+[[nodiscard]] std::vector<std::string> overlap_names();
+[[nodiscard]] std::vector<std::string> compression_method_names();
+[[nodiscard]] std::vector<std::string> data_parallelism_names();
+[[nodiscard]] std::vector<std::string> pipeline_schedule_names();
 [[nodiscard]] std::optional<Overlap> overlap_from_string(std::string_view text);
 [[nodiscard]] std::optional<CompressionMethod> compression_method_from_string(
     std::string_view text);

@@ -51,20 +51,20 @@ inline const std::vector<std::string> kParallelKeys{
     "data",     "shard_group",           "tensor",   "pipeline",
     "schedule", "virtual_stages",        "prefetch", "reshard_after_forward",
     "sync_every_micro_batch", "activation_checkpointing", "order"};
-inline const std::vector<std::string> kDataModes{"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"};
-inline const std::vector<std::string> kSchedules{"1f1b", "gpipe", "interleaved"};
+inline const std::vector<std::string> kDataModes = data_parallelism_names();
+inline const std::vector<std::string> kSchedules = pipeline_schedule_names();
 inline constexpr long long kMaxModelParallel = 4096;
 inline constexpr long long kMaxVirtualStages = 64;
 inline constexpr double kMaxGpuMemoryBytes = 1099511627776.0 * 16;  // 16 TiB
 inline const std::vector<std::string> kCompressionKeys{"method", "ratio", "error_feedback", "encode_rate",
                                                 "decode_rate"};
 
-inline const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8"};
-inline const std::vector<std::string> kStrategies{"allreduce", "ps", "async-ps"};
+inline const std::vector<std::string> kDtypes = grad_dtype_names();
+inline const std::vector<std::string> kStrategies = sync_strategy_names();
 inline const std::vector<std::string> kAlgorithms = sync_algorithm_names();
 inline const std::vector<std::string> kPlacements{"dedicated", "colocated"};
-inline const std::vector<std::string> kOverlaps{"none", "bucketed", "layerwise"};
-inline const std::vector<std::string> kMethods{"none", "int8", "fp8", "int4", "topk"};
+inline const std::vector<std::string> kOverlaps = overlap_names();
+inline const std::vector<std::string> kMethods = compression_method_names();
 
 // The keys a scenario mapping accepts, by dotted path ("model.layers.#" is any list entry);
 // nullptr where the scenario does not fix the keys (inline topology, overrides).

@@ -33,6 +33,14 @@ std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>&
   return "?";
 }
 
+// Every spelling of a table, in its order (choice lists and error messages).
+template <typename Enum, std::size_t N>
+std::vector<std::string> names_of(const std::array<std::pair<std::string_view, Enum>, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : table) out.emplace_back(name);
+  return out;
+}
+
 constexpr std::array<std::pair<std::string_view, GradDtype>, 4> kDtypes{{{"fp32", GradDtype::Fp32},
                                                                          {"fp16", GradDtype::Fp16},
                                                                          {"bf16", GradDtype::Bf16},
@@ -111,11 +119,13 @@ std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text) {
   return lookup(kStrategies, text);
 }
 std::string_view to_string(SyncAlgorithm a) { return name_of(kAlgorithms, a); }
-std::vector<std::string> sync_algorithm_names() {
-  std::vector<std::string> out;
-  for (const auto& [name, value] : kAlgorithms) out.emplace_back(name);
-  return out;
-}
+std::vector<std::string> sync_algorithm_names() { return names_of(kAlgorithms); }
+std::vector<std::string> grad_dtype_names() { return names_of(kDtypes); }
+std::vector<std::string> sync_strategy_names() { return names_of(kStrategies); }
+std::vector<std::string> overlap_names() { return names_of(kOverlaps); }
+std::vector<std::string> compression_method_names() { return names_of(kMethods); }
+std::vector<std::string> data_parallelism_names() { return names_of(kDataParallelisms); }
+std::vector<std::string> pipeline_schedule_names() { return names_of(kSchedules); }
 std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text) {
   return lookup(kAlgorithms, text);
 }
