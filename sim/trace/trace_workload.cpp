@@ -206,9 +206,16 @@ TraceWorkload analyze_ddp_trace(const ProfilerTrace& t, const TraceImportOptions
         }
     }
     if (tensor_sizes.empty()) {  // even split of each bucket over its gradients
-      for (std::size_t i = 0; i < last.launches.size(); ++i)
-        for (std::size_t j = 0; j < last.launches[i].grads; ++j)
-          tensor_sizes.push_back(bucket_sizes[i] / static_cast<double>(last.launches[i].grads));
+      // In whole elements that add up to the bucket (the first `rest` tensors one more), so
+      // each layer's parameters are the sum of its tensors in the scenario written.
+      for (std::size_t i = 0; i < last.launches.size(); ++i) {
+        const std::size_t g = last.launches[i].grads;
+        if (g == 0) continue;
+        const double whole = std::round(bucket_sizes[i]);
+        const double base = std::floor(whole / static_cast<double>(g));
+        const auto rest = static_cast<std::size_t>(whole - base * static_cast<double>(g));
+        for (std::size_t j = 0; j < g; ++j) tensor_sizes.push_back(base + (j < rest ? 1.0 : 0.0));
+      }
       tensor_source = "bucket sizes split evenly over their gradients (no Input Dims)";
     }
   }
@@ -240,6 +247,10 @@ TraceWorkload analyze_ddp_trace(const ProfilerTrace& t, const TraceImportOptions
   }
   if (w.buckets.front().tensors == 0)
     w.notes.push_back("bucket 0 was launched before any gradient was ready");
+  if (exec_source == "NCCL all-reduce kernels")
+    w.notes.push_back("measured: a NCCL kernel runs from its launch on this rank until every rank "
+                      "has joined and the data has moved, so it includes waiting for the slowest "
+                      "rank's backward to reach the same bucket");
   return w;
 }
 
