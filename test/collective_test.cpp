@@ -71,6 +71,19 @@ std::uint32_t ceil_log2(std::uint32_t n) {
 
 // ---- ring ----------------------------------------------------------------------------------
 
+TEST_CASE("collective names: every op's spelling reads back, in the enum's order") {
+  const std::vector<std::string> names = gradsync::collective_op_names();
+  REQUIRE(names.size() == 5);
+  CHECK(names.front() == "allreduce");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto op = gradsync::collective_op_from_string(names[i]);
+    REQUIRE(op.has_value());
+    CHECK(static_cast<std::size_t>(*op) == i);
+    CHECK(gradsync::to_string(*op) == names[i]);
+  }
+  CHECK_FALSE(gradsync::collective_op_from_string("all_reduce").has_value());
+}
+
 TEST_CASE("ring allreduce: 2(n-1) steps, 2(n-1)/n·S per rank, correct for every n") {
   for (const std::uint32_t n : kRankCounts) {
     for (const std::uint32_t channels : {1U, 2U, 4U}) {

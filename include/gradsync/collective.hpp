@@ -449,6 +449,8 @@ struct CollectiveRequest {
                                                      std::uint32_t max_steps);
 
 [[nodiscard]] std::optional<CollectiveOp> collective_op_from_string(std::string_view text);
+// Every spelling collective_op_from_string() accepts, in CollectiveOp's order (bench --op).
+[[nodiscard]] std::vector<std::string> collective_op_names();
 [[nodiscard]] std::optional<Algorithm> algorithm_from_string(std::string_view text);
 
 // Throws std::invalid_argument when the combination is not supported (e.g. tree ReduceScatter)

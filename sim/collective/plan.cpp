@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,18 +13,16 @@
 
 namespace gradsync {
 
-std::string_view to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::Broadcast: return "broadcast";
-    case CollectiveOp::Reduce: return "reduce";
-  }
-  return "?";
-}
-
 namespace {
+
+// Every collective's spelling, in CollectiveOp's order.
+constexpr std::array<std::pair<CollectiveOp, std::string_view>, 5> kCollectiveOps{{
+    {CollectiveOp::AllReduce, "allreduce"},
+    {CollectiveOp::ReduceScatter, "reducescatter"},
+    {CollectiveOp::AllGather, "allgather"},
+    {CollectiveOp::Broadcast, "broadcast"},
+    {CollectiveOp::Reduce, "reduce"},
+}};
 
 // The registry, in Algorithm's order.
 constexpr std::array<AlgorithmInfo, 6> kAlgorithms{{
@@ -40,6 +40,24 @@ static_assert([] {
 }(), "kAlgorithms is in Algorithm's order");
 
 }  // namespace
+
+std::string_view to_string(CollectiveOp op) {
+  for (const auto& [value, name] : kCollectiveOps)
+    if (value == op) return name;
+  return "?";
+}
+
+std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
+  for (const auto& [value, name] : kCollectiveOps)
+    if (name == text) return value;
+  return std::nullopt;
+}
+
+std::vector<std::string> collective_op_names() {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : kCollectiveOps) out.emplace_back(name);
+  return out;
+}
 
 std::span<const AlgorithmInfo> algorithm_registry() { return kAlgorithms; }
 

@@ -10,13 +10,6 @@
 
 namespace gradsync {
 
-std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
-  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter,
-                          CollectiveOp::AllGather, CollectiveOp::Broadcast, CollectiveOp::Reduce})
-    if (to_string(op) == text) return op;
-  return std::nullopt;
-}
-
 std::optional<Algorithm> algorithm_from_string(std::string_view text) {
   for (const AlgorithmInfo& a : algorithm_registry())
     if (a.name == text) return a.algorithm;
