@@ -154,6 +154,37 @@ TEST_CASE("two 8 x H100 servers, 8 NICs of 400 Gb/s: NCCL's graphs and channels"
         doctest::Approx(8 * v.ring.bw_intra));
 }
 
+TEST_CASE("NVLS graph on one NVLink domain: pass 2 raises bwInter to twice bwIntra (NVL72 runs NVLS)") {
+  // GB200 NVL72 as one NVLink domain: 72 GPUs, NVLink5 900 GB/s per GPU (18 x 40.1 = 721.8 GB/s
+  // in NCCL's view). NVLS: min(32 heads, 72 GPUs) channels at the fastest SM100 speed with
+  // 32 x s <= 721.8 x 72/71, i.e. 20 GB/s; pass 2 of search.cc then raises bwInter one speed at
+  // a time (24, 30, 40) while it is below 2 x bwIntra, since nothing on one node charges it.
+  const Topology nvl72 = nvswitch_cluster(1, 72, 900_GBps, 0, 400_Gbps);
+  const NcclTopologyView v = view_of(nvl72, 72, Algorithm::Nvls);
+  CHECK(v.gpu == GpuGeneration::Blackwell);
+  CHECK(v.nvls.channels == 32);
+  CHECK(v.nvls.bw_intra == doctest::Approx(20.0));
+  CHECK(v.nvls.bw_inter == doctest::Approx(40.0));
+  // tuning.cc: bw = min(bwIntra x 0.74 x 31/32 x 2, bwInter) = 28.7 per channel, bus 918 GB/s,
+  // algbw 918 x 72/142 = 465.5 GB/s, above the ring's 16 x 45 x 72/142 = 365.1: NVLS at 4 GiB,
+  // as the published NVL72 run's 839 GB/s busbw (above any NVLink5 ring) shows NCCL chose
+  // (test/data/nccl-tests/unchecked/GH-cwnccltests43-gb200-nvl72-1rack.csv).
+  const NcclTuning big = nccl_tune(v, kAR, Bytes(4096 * kMiB));
+  CHECK(big.algorithm == Algorithm::Nvls);
+  for (const NcclCandidate& c : big.candidates)
+    if (c.algorithm == Algorithm::Nvls)
+      CHECK(c.bandwidth_GBps == doctest::Approx(32 * 20.0 * 0.74 * 31.0 / 32.0 * 2.0 * 72 / 142));
+  // 8 x H100: bwIntra 50, bwInter 60 (the top of the SM90 intra array stops it below 100).
+  const NcclTopologyView h = view_of(nvswitch_cluster(1, 8, 450_GBps, 0, 400_Gbps), 8,
+                                     Algorithm::Nvls);
+  CHECK(h.nvls.bw_intra == doctest::Approx(50.0));
+  CHECK(h.nvls.bw_inter == doctest::Approx(60.0));
+  // Across servers the NICs carry bwInter: the speed found stays.
+  const NcclTopologyView two = view_of(nvswitch_cluster(2, 8, 450_GBps, 8, 400_Gbps), 8,
+                                       Algorithm::NvlsTree);
+  CHECK(two.nvls.bw_inter == doctest::Approx(two.nvls.bw_intra));
+}
+
 TEST_CASE("no NVLS graph without an NVSwitch domain: Ring and Tree only") {
   const Topology t = nvswitch_cluster(1, 8, 450_GBps, 0, 400_Gbps);
   const NcclTopologyView v = view_of(t, 8, std::nullopt);

@@ -320,7 +320,15 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
     std::size_t i = 0;
     while (i + 1 < s.size() && (s[i] > max_path + 1e-9 || s[i] * channels > total + 1e-9)) ++i;
-    v.nvls = NcclGraph{channels, s[i], s[i]};
+    // Pass 2 of the search (search.cc: "NVLS && tmpGraph.bwInter < tmpGraph.bwIntra * 2"):
+    // bwInter rises one speed at a time up to twice bwIntra while the search still succeeds.
+    // On one node nothing charges bwInter (ncclTopoFollowPath counts GPU <-> NVSwitch paths at
+    // bwIntra), so it always reaches that bound there; across nodes the NICs carry bwInter and
+    // the speed found is already the fastest they take.
+    double inter = s[i];
+    if (v.nodes == 1)
+      for (std::size_t k = i; k > 0 && inter < 2.0 * s[i] - 1e-9;) inter = s[--k];
+    v.nvls = NcclGraph{channels, s[i], inter};
     if (v.nodes > 1) {
       try {
         (void)nvls_sharp_devices(topology, rank_devices, ppn);
