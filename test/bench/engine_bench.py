@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fast gradsync simulates as clusters grow: wall time of fixed `bench` and `run` cases.
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/engine_bench.py [SOURCE_DIR] [--repeat N] [--quick]
+Usage: GRADSYNC=/path/to/gradsync python3 test/bench/engine_bench.py [SOURCE_DIR] [--repeat N] [--quick]
 
 Not a CTest test (wall-clock figures depend on the machine and on sanitizers). Each case runs
 N times (default 3) and reports the best wall time and the simulated time it printed, so a
@@ -130,7 +130,7 @@ def scale_table(gradsync, source, tmp, quick):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("source", nargs="?", default=os.path.join(os.path.dirname(__file__), ".."))
+    ap.add_argument("source", nargs="?", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="skip the largest size of each series")
     ap.add_argument("--scale", action="store_true",

@@ -10,7 +10,7 @@
 # Exit 77 (ctest: skipped, with the reason printed) where it cannot run: not root, or Slurm
 # or munge missing.
 #
-# Usage: GRADSYNC=/path/to/gradsync bash test/slurm_test.sh PROJECT_DIR
+# Usage: GRADSYNC=/path/to/gradsync bash test/cli/slurm_test.sh PROJECT_DIR
 set -u
 gradsync=${GRADSYNC:?set GRADSYNC to the gradsync executable}
 root=$(cd "${1:?usage: GRADSYNC=... $0 PROJECT_DIR}" && pwd)

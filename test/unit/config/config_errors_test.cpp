@@ -2,7 +2,7 @@
 // whose message reads "file:line:col: error: ...", 1-based, at the offending key or value (the
 // parent mapping for a missing key); unknown keys name the closest valid key; duplicate keys
 // are rejected. The files under test/data/bad announce their expected error on their first
-// line, "# expect: LINE:COL: substring"; test/cli_errors_test.sh reads the same headers and
+// line, "# expect: LINE:COL: substring"; test/cli/cli_errors_test.sh reads the same headers and
 // checks the CLI prints exactly that and exits 2.
 #include <doctest/doctest.h>
 

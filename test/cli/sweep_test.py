@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CLI contract of `gradsync sweep` and `gradsync merge` (examples/sweeps/README.md; README.md, Commands).
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/sweep_test.py CASE [SOURCE_DIR]
+Usage: GRADSYNC=/path/to/gradsync python3 test/cli/sweep_test.py CASE [SOURCE_DIR]
 
 Cases (each one CTest test, each a few seconds on small scenarios):
   shards_merge  shards 0/3, 1/3, 2/3 merged equal the unsharded sweep (same points, same
@@ -30,7 +30,7 @@ import tempfile
 import time
 
 GRADSYNC = os.environ.get("GRADSYNC")
-SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), ".."))
+SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", ".."))
 SCENARIO = os.path.join(SOURCE, "scenarios", "resnet50-pcie-2node-10gbe.yaml")
 FAILURES = []
 

@@ -2,7 +2,7 @@
 """V3 of the validation (sim/fabric/README.md, Packet-level cross-check): gradsync's Ethernet
 (TCP) flow model against ns-3's packet-level TCP on the same graph and traffic.
 
-Each case runs test/ns3/tcp_incast_leafspine (ns-3 3.37) for a few back-to-back rounds on
+Each case runs test/validation/ns3/tcp_incast_leafspine (ns-3 3.37) for a few back-to-back rounds on
 persistent connections, and the matching `gradsync bench` command on a topology in
 test/data/tcp/. What is compared depends on the case:
 

@@ -2,7 +2,7 @@
 """README.md's examples hold: every `./build/gradsync …` command in a ```sh block runs (exit 0)
 and prints the lines quoted below it, and every topology written out in a ```yaml block loads.
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/readme_examples_test.py SOURCE_DIR
+Usage: GRADSYNC=/path/to/gradsync python3 test/cli/readme_examples_test.py SOURCE_DIR
 
 A quoted line is a comment after the command ("# verdict: …"): it must match one line of the
 command's output, where "…" stands for any text and runs of spaces for any spaces; a line that

@@ -30,7 +30,7 @@ rows without NVLS (CollNetDirect / CollNetChain are not modelled; NVLS with Infi
 is); rows of systems no shipped topology models.
 
 Python 3 standard library only. Usage:
-    GRADSYNC=build/gradsync python3 test/v2/compare_nccl_tests.py [--assert] [--csv FILE]...
+    GRADSYNC=build/gradsync python3 test/validation/nccl_tests/compare_nccl_tests.py [--assert] [--csv FILE]...
 """
 
 import argparse
@@ -45,7 +45,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 DATA_GLOB = os.path.join(ROOT, "test", "data", "nccl-tests", "*.csv")
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30

@@ -3,7 +3,7 @@
 advise, sweep's regression gate, report) is in a real run's output, with the type its readers
 expect.
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/run_json_keys_test.py SOURCE_DIR
+Usage: GRADSYNC=/path/to/gradsync python3 test/cli/run_json_keys_test.py SOURCE_DIR
 Python 3 standard library only.
 """
 import json

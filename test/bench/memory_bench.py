@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much memory gradsync's simulations take, beside the estimate it checks before running.
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/memory_bench.py [SOURCE_DIR] [--quick]
+Usage: GRADSYNC=/path/to/gradsync python3 test/bench/memory_bench.py [SOURCE_DIR] [--quick]
 
 Not a CTest test (peak RSS depends on the build and the allocator). Each case runs with
 GRADSYNC_MEMORY_LOG=1, which prints every memory check's estimate (memory_budget.hpp), and

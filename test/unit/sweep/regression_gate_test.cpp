@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "../sim/sweep/regression_gate.hpp"
-#include "../sim/sweep/sweep_results.hpp"
+#include "regression_gate.hpp"
+#include "sweep_results.hpp"
 #include "gradsync/config_error.hpp"
 
 using namespace gradsync;

@@ -3,7 +3,7 @@
 # ranks, bucket cap 2 MiB): it writes a scenario, prints the traced step and the buckets
 # measured beside simulated; the scenario runs; --set sync.bucket re-buckets its layers with
 # DDP's rule (DDP's own report of this run: 7 buckets).
-# Usage: GRADSYNC=/path/to/gradsync bash test/import_trace_cli_test.sh SOURCE_DIR
+# Usage: GRADSYNC=/path/to/gradsync bash test/cli/import_trace_cli_test.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: $0 SOURCE_DIR}
 gradsync=${GRADSYNC:?set GRADSYNC}

@@ -5,10 +5,10 @@
 #
 #   # expect: LINE:COL: a distinctive part of the message
 #
-# (test/config_errors_test.cpp reads the same headers, so both tests share one source of truth.)
+# (test/unit/config/config_errors_test.cpp reads the same headers, so both tests share one source of truth.)
 # Nothing goes to stdout, and nothing may crash or hang (each run is limited to 20 s).
 #
-# Usage: GRADSYNC=/path/to/gradsync bash test/cli_errors_test.sh test/data/bad
+# Usage: GRADSYNC=/path/to/gradsync bash test/cli/cli_errors_test.sh test/data/bad
 set -u
 
 dir=${1:?usage: GRADSYNC=/path/to/gradsync $0 DIR_OF_BAD_YAML}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CLI contract of `gradsync report` (issue #6 item 3).
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/report_test.py CASE [SOURCE_DIR]
+Usage: GRADSYNC=/path/to/gradsync python3 test/cli/report_test.py CASE [SOURCE_DIR]
 
 Cases (each one CTest test):
   html       examples/sweeps/fabric-scaling.yaml (24 points, a few seconds) swept into a temp
@@ -27,7 +27,7 @@ import time
 import zlib
 
 GRADSYNC = os.environ.get("GRADSYNC")
-SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), ".."))
+SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", ".."))
 SWEEP = os.path.join(SOURCE, "examples", "sweeps", "fabric-scaling.yaml")
 FAILURES = []
 

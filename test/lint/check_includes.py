@@ -2,7 +2,7 @@
 """Layering of gradsync's own headers: a file includes only headers of its library or of the
 libraries below it, model < config, trace < engine < report < io < cli < python.
 
-Usage: python3 test/check_includes.py PROJECT_DIR
+Usage: python3 test/lint/check_includes.py PROJECT_DIR
 
 Each source's library is read from CMakeLists.txt's add_library lists; a public header
 include/gradsync/X.hpp belongs to the library of its source sim/*/X.cpp (one header, one

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fast `gradsync sweep` is, and what it costs per point beyond the simulation itself.
 
-Usage: GRADSYNC=/path/to/gradsync python3 test/sweep_bench.py [SOURCE_DIR] [POINTS]
+Usage: GRADSYNC=/path/to/gradsync python3 test/bench/sweep_bench.py [SOURCE_DIR] [POINTS]
 
 Not a CTest test (wall-clock figures depend on the machine and on sanitizers). It runs a sweep
 of POINTS (default 100) small points (resnet50-pcie-2node-10gbe: 1..N servers x ring/tree x
@@ -24,7 +24,7 @@ import tempfile
 import time
 
 GRADSYNC = os.environ["GRADSYNC"]
-SOURCE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+SOURCE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 POINTS = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 SCENARIO = os.path.join(SOURCE, "scenarios", "resnet50-pcie-2node-10gbe.yaml")
 

@@ -4,7 +4,7 @@
 # program (a ring AllReduce of 1 GiB on dgx-h100.yaml through the library) prints the time
 # `gradsync bench` prints for the same collective.
 #
-# Usage: bash test/install_consumer_test.sh CMAKE BUILD_DIR PROJECT_DIR GRADSYNC
+# Usage: bash test/cli/install_consumer_test.sh CMAKE BUILD_DIR PROJECT_DIR GRADSYNC
 set -euo pipefail
 cmake=$1 build=$2 src=$3 gradsync=$4
 tmp=$(mktemp -d)
