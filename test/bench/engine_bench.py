@@ -24,10 +24,12 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 GiB, MiB = 1 << 30, 1 << 20
 
@@ -54,28 +56,19 @@ def timed(cmd, repeat):
     best, out = math.inf, None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        stdout = cli.run_ok(*cmd[1:], exe=cmd[0])  # CommandFailed (a RuntimeError) unless 0
         wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} -> exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
         best = min(best, wall)
-        out = json.loads(proc.stdout)
+        out = json.loads(stdout)
     return best, out
 
 
 def measured(cmd):
     """(wall seconds, peak RSS in bytes, parsed JSON) of one run, the RSS from wait4's rusage."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} -> exit {proc.returncode}: {err.read().strip()[-300:]}")
-        return wall, usage.ru_maxrss * 1024, json.loads(out.read())
+    rc, out, err, wall, rss = cli.run_measured(*cmd[1:], exe=cmd[0])
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd)} -> exit {rc}: {err.strip()[-300:]}")
+    return wall, rss, json.loads(out)
 
 
 def fit_exponent(points):
@@ -130,15 +123,13 @@ def scale_table(gradsync, source, tmp, quick):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("source", nargs="?", default=os.path.join(os.path.dirname(__file__), "..", ".."))
+    ap.add_argument("source", nargs="?", default=cli.SOURCE_DIR)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="skip the largest size of each series")
     ap.add_argument("--scale", action="store_true",
                     help="only the scaling table, 8 to 16,384 GPUs (minutes; --quick: to 2,048)")
     args = ap.parse_args()
-    gradsync = os.environ.get("GRADSYNC")
-    if not gradsync:
-        sys.exit("set GRADSYNC to the gradsync executable")
+    gradsync = cli.executable()
     source = os.path.abspath(args.source)
     if args.scale:
         print("# gradsync scaling: one run per point, wall seconds, peak RSS (GB = 1e9 B), "

@@ -15,21 +15,18 @@ the SimGrid platform (flow fidelity, fat trees of 128 to 2,048 DGX H100 servers)
 import argparse
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 FAT_TREE = "topologies/dgx-h100-32node-fat-tree-ib.yaml"
 
 
 def peak_rss(cmd, env=None):
     """(exit code, stderr, peak RSS in bytes of this child, from wait4's rusage)."""
-    with tempfile.TemporaryFile(mode="w+") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return proc.returncode, err.read(), usage.ru_maxrss * 1024
+    rc, _, err, _, rss = cli.run_measured(*cmd[1:], exe=cmd[0], env=env)
+    return rc, err, rss
 
 
 def estimates(stderr):
@@ -49,7 +46,7 @@ def main():
     ap.add_argument("source", nargs="?", default=".")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    exe = os.environ.get("GRADSYNC", "build/gradsync")
+    exe = cli.executable("build/gradsync")
     topo = os.path.join(args.source, FAT_TREE)
     bench = [exe, "bench", topo, "-b", "1GiB", "-e", "1GiB"]
     cases = [("fat tree, ring, flow, 8 ranks (baseline)", ["--set", "nodes=32", "-g", "8"])]

@@ -15,24 +15,18 @@ bucket sizes) and prints:
     (sweep per point - worker lifetime: fork, pipes, JSON parse, the fsync'ed temp+rename of
     the point file, the results.jsonl append) (target: < 50 ms).
 """
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
-GRADSYNC = os.environ["GRADSYNC"]
-SOURCE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
+SOURCE = cli.source_dir(1)
 POINTS = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 SCENARIO = os.path.join(SOURCE, "scenarios", "resnet50-pcie-2node-10gbe.yaml")
-
-
-def timed(cmd, **kw):
-    start = time.perf_counter()
-    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
-    return time.perf_counter() - start
+timed = cli.wall_time
 
 
 def main():
@@ -45,19 +39,20 @@ def main():
                     "  sync.algorithm: [ring, tree]\n"
                     "  sync.bucket: [5MiB, 10MiB, 25MiB, 50MiB, 100MiB]\n")
         n = len(nodes) * 10
-        j2 = timed([GRADSYNC, "sweep", sweep, "-o", os.path.join(tmp, "j2"), "-j", "2"])
-        j1 = min(timed([GRADSYNC, "sweep", sweep, "-o", os.path.join(tmp, f"j1-{k}"), "-j", "1"])
+        cli.executable()
+        j2 = timed("sweep", sweep, "-o", os.path.join(tmp, "j2"), "-j", "2")
+        j1 = min(timed("sweep", sweep, "-o", os.path.join(tmp, f"j1-{k}"), "-j", "1")
                  for k in range(2))
-        records = [json.loads(l) for l in open(os.path.join(tmp, "j1-0", "results.jsonl"))]
+        records = cli.read_jsonl(os.path.join(tmp, "j1-0", "results.jsonl"))
         worker = sum(r["wall_s"] for r in records) / n
         assert len(records) == n and all(r["ok"] for r in records), "every point must run"
         plain = 0.0
         for r in records:
-            args = [GRADSYNC, "run", SCENARIO, "--json"]
+            args = ["run", SCENARIO, "--json"]
             for k, v in r["sets"].items():
                 args += ["--set", f"{k}={v}"]
-            plain += timed(args)
-        start_cost = min(timed([GRADSYNC, "--version"]) for _ in range(20))
+            plain += timed(*args)
+        start_cost = min(timed("--version") for _ in range(20))
         per_point = j1 / n
         plain_per_point = plain / n
         simulation = plain_per_point - start_cost

@@ -18,40 +18,27 @@ Cases (argv[1]):
   errors        bad inputs exit 2 with one line.
 Environment: GRADSYNC (the binary), SCENARIOS (the scenarios folder).
 """
-import json
 import os
-import subprocess
 import sys
 
-GRADSYNC = os.environ["GRADSYNC"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
 SCENARIOS = os.environ["SCENARIOS"]
 RESNET = os.path.join(SCENARIOS, "resnet50-pcie-2node-10gbe.yaml")
 ONE_GBE = "topology_overrides.node.nic_bandwidth=1Gbps"
-failures = []
-
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
+check = cli.Checks()
 
 
 def advise(scenario, *args):
-    p = subprocess.run([GRADSYNC, "advise", scenario, "--json", "-j", "2", *args],
-                       capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        sys.exit(f"advise exited {p.returncode}: {p.stderr}")
-    return json.loads(p.stdout)
+    return cli.run_json("advise", scenario, "--json", "-j", "2", *args, timeout=600)
 
 
 def run(scenario, sets):
-    args = [GRADSYNC, "run", scenario, "--json"]
+    args = ["run", scenario, "--json"]
     for s in sets:
         args += ["--set", s]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        sys.exit(f"run exited {p.returncode}: {p.stderr}")
-    return json.loads(p.stdout)
+    return cli.run_json(*args, timeout=600)
 
 
 def close(a, b, rel=1e-9):
@@ -181,13 +168,12 @@ def case_errors():
         ["advise", RESNET, "--rank", "fastest"],
     ]
     for args in bad:
-        p = subprocess.run([GRADSYNC, *args], capture_output=True, text=True, timeout=60)
-        lines = p.stderr.strip().splitlines()
+        p = cli.run(*args, timeout=60)
+        lines = cli.stderr_lines(p)
         check(p.returncode == 2 and len(lines) == 1 and "error" in lines[0],
               f"{' '.join(args[2:]) or args[1]}: exit {p.returncode}, {len(lines)} line(s)")
 
 
 {"slow-network": case_slow_network, "forced-ring": case_forced_ring, "cost": case_cost,
  "errors": case_errors}[sys.argv[1]]()
-if failures:
-    sys.exit(f"{len(failures)} check(s) failed")
+sys.exit(check.exit_status())

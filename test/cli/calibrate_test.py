@@ -15,17 +15,13 @@ usage: GRADSYNC=path/to/gradsync calibrate_test.py CASE SOURCE_DIR
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-GRADSYNC = os.environ.get("GRADSYNC", "gradsync")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
-
-def bench(topo, *args):
-    out = subprocess.run([GRADSYNC, "bench", topo, "--json", *args], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
+bench = cli.bench_rows
 
 
 def fmt_time(us):
@@ -100,11 +96,8 @@ def set_key(text, block, key, value):
     return "\n".join(lines)
 
 
-def check(cond, msg):
-    if not cond:
-        print("FAIL:", msg)
-        sys.exit(1)
-    print("ok:", msg)
+# Each check needs the ones before it: the first failure ends the case.
+check = cli.Checks().require
 
 
 def synthetic(src, topo_name, block, lat_key, eff, lat_s, lat_text, other_nodes):
@@ -120,8 +113,7 @@ def synthetic(src, topo_name, block, lat_key, eff, lat_s, lat_text, other_nodes)
         log = os.path.join(d, "all_reduce_perf.log")
         open(log, "w").write(nccl_tests_log(rows, ranks, nodes))
         out = os.path.join(d, "calibrated.yaml")
-        p = subprocess.run([GRADSYNC, "calibrate", base, "--nccl-tests", log, "-o", out, "--json"],
-                           capture_output=True, text=True)
+        p = cli.run("calibrate", base, "--nccl-tests", log, "-o", out, "--json")
         check(p.returncode == 0, f"calibrate exits 0 (stderr: {p.stderr.strip()})")
         j = json.loads(p.stdout)
         fe = j["parameters"]["efficiency"]["fitted"]
@@ -171,8 +163,7 @@ def bad_log(src):
         for text, line, col in cases:
             log = os.path.join(d, "bad.log")
             open(log, "w").write(text)
-            p = subprocess.run([GRADSYNC, "calibrate", base, "--nccl-tests", log],
-                               capture_output=True, text=True)
+            p = cli.run("calibrate", base, "--nccl-tests", log)
             msg = p.stderr.strip()
             check(p.returncode == 2 and msg.count("\n") == 0 and
                   msg.startswith(f"{log}:{line}:{col}: error: "),
@@ -186,8 +177,7 @@ def real_log(src):
     written."""
     topo = os.path.join(src, "topologies", "aws-p5-2node-efa.yaml")
     log = os.path.join(src, "examples", "nccl-tests", "aws-p5-2node-efa.log")
-    p = subprocess.run([GRADSYNC, "bench", topo, "--compare", log, "--json"], capture_output=True,
-                       text=True)
+    p = cli.run("bench", topo, "--compare", log, "--json")
     check(p.returncode == 0, f"bench --compare on the example log exits 0 ({p.stderr.strip()})")
     j = json.loads(p.stdout)
     rows = j["rows"] if isinstance(j, dict) else j
@@ -198,8 +188,8 @@ def real_log(src):
         # One fit of the real log (few iterations: this case also runs under the sanitizers),
         # with --force so that it is written whatever it reaches.
         out = os.path.join(d, "calibrated.yaml")
-        p = subprocess.run([GRADSYNC, "calibrate", topo, "--nccl-tests", log, "-o", out, "--json",
-                            "--force", "--iterations", "2"], capture_output=True, text=True)
+        p = cli.run("calibrate", topo, "--nccl-tests", log, "-o", out, "--json", "--force",
+                    "--iterations", "2")
         check(p.returncode == 0 and os.path.exists(out),
               f"calibrate --force on the example log exits 0 and writes ({p.stderr.strip()})")
         j = json.loads(p.stdout)
@@ -222,8 +212,8 @@ def real_log(src):
         ab = os.path.join(d, "alpha_beta.log")
         open(ab, "w").write(nccl_tests_log(rows, 8, 1))
         ab_out = os.path.join(d, "ab.yaml")
-        p = subprocess.run([GRADSYNC, "calibrate", os.path.join(src, "topologies", "dgx-h100.yaml"),
-                            "--nccl-tests", ab, "-o", ab_out], capture_output=True, text=True)
+        p = cli.run("calibrate", os.path.join(src, "topologies", "dgx-h100.yaml"), "--nccl-tests",
+                    ab, "-o", ab_out)
         err = p.stderr.strip()
         check(p.returncode == 3 and err.count("\n") == 0 and "the fit stays off" in err,
               f"an alpha-beta log against dgx-h100 exits 3 with one line: {err}")

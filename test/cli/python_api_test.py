@@ -14,30 +14,17 @@ returns its --json output parsed; this checks, against the executable run on the
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import gradsync
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command  # noqa: E402  (the executable; `gradsync` above is the module under test)
 
-
-def check(ok, what):
-    print(("PASS " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def cli(*args):
-    proc = subprocess.run([os.environ["GRADSYNC"], *args], capture_output=True, text=True)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def cli_json(*args):
-    rc, out, err = cli(*args)
-    assert rc == 0, f"gradsync {' '.join(args)}: exit {rc}: {err}"
-    return json.loads(out)
+check = gradsync_command.Checks()
+cli = gradsync_command.status
+cli_json = gradsync_command.run_json
 
 
 def main():
@@ -124,8 +111,8 @@ def main():
     except ValueError as e:
         check("must be between 1 and" in str(e), f"bench(set={{'nodes': -1}}) raises ValueError: {e}")
 
-    print(f"{len(failures)} failed")
-    return 1 if failures else 0
+    print(f"{len(check.failures)} failed")
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -13,18 +13,17 @@ standard library only.
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 
-GRADSYNC = os.environ.get("GRADSYNC", "")
-failures = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
+checks = cli.Checks(quiet=True)
 
 
 def fail(what):
-    global failures
-    failures += 1
-    print(f"FAIL {what}")
+    checks(False, what)
 
 
 def blocks(text):
@@ -70,7 +69,7 @@ def pattern(quoted):
 
 
 def main():
-    if not GRADSYNC or len(sys.argv) < 2:
+    if not os.environ.get("GRADSYNC") or len(sys.argv) < 2:
         sys.exit("usage: GRADSYNC=/path/to/gradsync readme_examples_test.py SOURCE_DIR")
     source = os.path.abspath(sys.argv[1])
     text = open(os.path.join(source, "README.md"), encoding="utf-8").read()
@@ -83,8 +82,7 @@ def main():
                     for k, a in enumerate(args[:-1]):
                         if a == "-o":
                             args[k + 1] = os.path.join(tmp, os.path.basename(args[k + 1]))
-                    p = subprocess.run([GRADSYNC, *args], cwd=source, capture_output=True,
-                                       text=True, timeout=600)
+                    p = cli.run(*args, cwd=source, timeout=600)
                     name = f"README.md:{start}: {' '.join(args[:2])}"
                     if p.returncode != 0:
                         fail(f"{name}: exit {p.returncode}: {p.stderr.strip()[-500:]}")
@@ -101,10 +99,11 @@ def main():
                 path = os.path.join(tmp, f"readme-{start}.yaml")
                 with open(path, "w", encoding="utf-8") as f:
                     f.write("\n".join(lines) + "\n")
-                p = subprocess.run([GRADSYNC, "topo", path], capture_output=True, text=True)
+                p = cli.run("topo", path)
                 checked += 1
                 if p.returncode != 0:
                     fail(f"README.md:{start}: the topology does not load: {p.stderr.strip()}")
+    failures = len(checks.failures)
     print(f"{checked} README lines and topologies checked, {failures} failed")
     sys.exit(1 if failures or checked == 0 else 0)
 

@@ -26,17 +26,13 @@ import tempfile
 import time
 import zlib
 
-GRADSYNC = os.environ.get("GRADSYNC")
-SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
+SOURCE = cli.source_dir(2)
 SWEEP = os.path.join(SOURCE, "examples", "sweeps", "fabric-scaling.yaml")
-FAILURES = []
-
-
-def check(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL:", message)
-    return condition
+# Each message says what went wrong: only failures are printed.
+check = cli.Checks(quiet=True)
 
 
 # 96 points (16 series of 6 server counts): the report must stay readable at ~100 points.
@@ -52,11 +48,11 @@ grid:
 
 def make_report(tmp, sweep=SWEEP):
     out = os.path.join(tmp, "sweep")
-    p = subprocess.run([GRADSYNC, "sweep", sweep, "-o", out, "-j", "2"], capture_output=True, text=True)
+    p = cli.run("sweep", sweep, "-o", out, "-j", "2")
     if p.returncode != 0:
         sys.exit(f"sweep failed ({p.returncode}): {p.stderr}")
     report = os.path.join(tmp, "report.html")
-    p = subprocess.run([GRADSYNC, "report", out, "-o", report], capture_output=True, text=True)
+    p = cli.run("report", out, "-o", report)
     check(p.returncode == 0, f"report exited {p.returncode}: {p.stderr}")
     return report
 
@@ -81,7 +77,7 @@ def case_html():
 
 
 def run_err(args, env=None):
-    p = subprocess.run([GRADSYNC, "report", *args], capture_output=True, text=True, env=env)
+    p = cli.run("report", *args, env=env)
     return p.returncode, p.stderr
 
 
@@ -228,12 +224,11 @@ def case_chromium():
 
 
 def main():
-    if not GRADSYNC:
-        sys.exit("set GRADSYNC to the gradsync program")
+    cli.executable()
     case = sys.argv[1]
     {"html": case_html, "bad_input": case_bad_input, "chromium": case_chromium}[case]()
-    if FAILURES:
-        print(f"{len(FAILURES)} failure(s)")
+    if check.failures:
+        print(f"{len(check.failures)} failure(s)")
         sys.exit(1)
     print("ok")
 

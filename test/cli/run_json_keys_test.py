@@ -6,11 +6,12 @@ expect.
 Usage: GRADSYNC=/path/to/gradsync python3 test/cli/run_json_keys_test.py SOURCE_DIR
 Python 3 standard library only.
 """
-import json
 import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 NESTED = {"kBottleneckLink": "kBottleneck", "kMemoryTotal": "kMemoryPerGpu"}  # key inside key
 STRINGS = {"kVerdict", "kBottleneckLink"}
@@ -24,9 +25,7 @@ def main():
         keys = dict(re.findall(r'constexpr const char\* (k\w+) = "(\w+)";', f.read()))
     if len(keys) < 10:
         sys.exit(f"found only {len(keys)} keys in run_json.hpp")
-    out = subprocess.run([os.environ["GRADSYNC"], "run", os.path.join(source, "scenarios", "default.yaml"),
-                          "--json"], capture_output=True, text=True, check=True).stdout
-    run = json.loads(out)
+    run = cli.run_json("run", os.path.join(source, "scenarios", "default.yaml"), "--json")
     failures = 0
     for name, key in keys.items():
         where = run

@@ -4,32 +4,25 @@ the CLI on a shipped scenario with --set overrides and asserts a relation that f
 model is wrong. Usage: GRADSYNC=path/to/gradsync scenario_physics_test.py SCENARIOS_DIR"""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-GRADSYNC = os.environ.get("GRADSYNC", "gradsync")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
 SCENARIOS = sys.argv[1] if len(sys.argv) > 1 else "scenarios"
-passed = failed = 0
+checks = cli.Checks()
 
 
 def run(scenario, *sets):
-    cmd = [GRADSYNC, "run", os.path.join(SCENARIOS, scenario), "--json"]
+    args = ["run", os.path.join(SCENARIOS, scenario), "--json"]
     for s in sets:
-        cmd += ["--set", s]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")
-    return json.loads(out.stdout)
+        args += ["--set", s]
+    return cli.run_json(*args, timeout=300)
 
 
 def check(what, ok, detail):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {detail}")
+    checks(ok, f"{what}: {detail}")
 
 
 resnet2 = "resnet50-pcie-2node-10gbe.yaml"
@@ -94,19 +87,18 @@ check("one DGX H100: auto picks nvls for every bucket", list(auto["algorithms"])
 
 
 def bench_us(topology, algo, size):
-    out = subprocess.run([GRADSYNC, "bench", topology, "--algo", algo, "--min", size, "--max",
-                          size, "--json"], capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(out.stdout)[0]["time_us"]
+    return cli.bench_rows(topology, "--algo", algo, "--min", size, "--max", size,
+                          timeout=300)[0]["time_us"]
 
 
 def bucket_sizes(scenario, *sets):
     """The size of every bucket collective of one step, as the trace names them ("nvls 86 MiB")."""
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.json")
-        cmd = [GRADSYNC, "run", os.path.join(SCENARIOS, scenario), "--trace", trace]
+        args = ["run", os.path.join(SCENARIOS, scenario), "--trace", trace]
         for x in sets:
-            cmd += ["--set", x]
-        subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
+            args += ["--set", x]
+        cli.run_ok(*args, timeout=300)
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
     names = [e["name"].split(" ", 1)[1].replace(" ", "") for e in events if e.get("cat") == "comm"]
@@ -204,5 +196,5 @@ check("ps.hosts on 100 GbE TCP: the incast RTOs do not depend on the host count"
       rto1 > 0.5 and abs(rto1 / rto4 - 1) < 0.05,
       f"{rto1:.3f} s vs {rto4:.3f} s of RTOs; PS time {h1['comm_time_s']:.3f} vs {h4['comm_time_s']:.3f} s")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(0 if failed == 0 else 1)
+print(f"{checks.passed} passed, {len(checks.failures)} failed")
+sys.exit(0 if not checks.failures else 1)

@@ -29,42 +29,24 @@ import sys
 import tempfile
 import time
 
-GRADSYNC = os.environ.get("GRADSYNC")
-SOURCE = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
+SOURCE = cli.source_dir(2)
 SCENARIO = os.path.join(SOURCE, "scenarios", "resnet50-pcie-2node-10gbe.yaml")
-FAILURES = []
-
-
-def check(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL:", message)
-    return condition
+# Each message says what went wrong: only failures are printed.
+check = cli.Checks(quiet=True)
+write = cli.write_text
+read = cli.read_text
+jsonl = cli.read_jsonl
 
 
 def run(*args, timeout=120):
-    p = subprocess.run([GRADSYNC, *args], capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return cli.status(*args, timeout=timeout)
 
 
 def without_wall(record):
     return {k: v for k, v in record.items() if k != "wall_s"}
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
 
 
 def grid_sweep(tmp, name="s.yaml", base=SCENARIO, extra=""):
@@ -164,7 +146,7 @@ def case_kill_resume(tmp):
                   "  sync.algorithm: [ring, tree, hierarchical]\n")  # 18 points
     out_dir = os.path.join(tmp, "out")
     points = os.path.join(out_dir, "points")
-    proc = subprocess.Popen([GRADSYNC, "sweep", sweep, "-o", out_dir, "-j", "2"],
+    proc = subprocess.Popen(cli.command("sweep", sweep, "-o", out_dir, "-j", "2"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
     while time.time() < deadline and proc.poll() is None:
@@ -221,7 +203,7 @@ def case_kill_resume(tmp):
 
     # SIGTERM (Slurm's time limit): stops cleanly, exit 143, results regenerated.
     out2 = os.path.join(tmp, "out2")
-    proc = subprocess.Popen([GRADSYNC, "sweep", sweep, "-o", out2, "-j", "2"],
+    proc = subprocess.Popen(cli.command("sweep", sweep, "-o", out2, "-j", "2"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while time.time() < deadline and proc.poll() is None:
@@ -251,7 +233,7 @@ def case_interrupt_resume(tmp):
     stopped = 0
     for trial in range(6):
         sig = signal.SIGTERM if trial % 2 == 0 else signal.SIGINT
-        args = [GRADSYNC, "sweep", sweep, "-o", out_dir, "-j", "2"] + (["--resume"] if trial else [])
+        args = cli.command("sweep", sweep, "-o", out_dir, "-j", "2") + (["--resume"] if trial else [])
         # Its own session: the signal goes to the sweep and its workers together, as Slurm and
         # a terminal send it.
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -404,7 +386,8 @@ def case_example(tmp):
 
 
 def main():
-    if not GRADSYNC or len(sys.argv) < 2:
+    cli.executable()
+    if len(sys.argv) < 2:
         print(__doc__)
         return 1
     case = sys.argv[1]
@@ -418,8 +401,8 @@ def main():
         fn(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{case}: {'FAILED' if FAILURES else 'ok'} ({time.time() - start:.1f} s)")
-    return 1 if FAILURES else 0
+    print(f"{case}: {'FAILED' if check.failures else 'ok'} ({time.time() - start:.1f} s)")
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -22,10 +22,11 @@ and, where NCCL's protocol is LL128 or Simple, that auto keeps the step plan (LL
 across servers measure like store-and-forward of their chunks: engine.hpp). A model that
 charged LL trees store-and-forward, or streamed the others, fails.
 """
-import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 TOLERANCE = 0.02
 FINE_PIPELINE = 128
@@ -37,14 +38,13 @@ CASES = (("dgx-h100-4node-ib.yaml", ["--set", "nodes=2"]),
 
 
 def bench(gradsync, topology, extra, *args):
-    out = subprocess.run([gradsync, "bench", topology, "--algo", "tree", "--min", SIZES[0],
-                          "--max", SIZES[1], "--json", *extra, *args],
-                         check=True, capture_output=True, text=True).stdout
-    return {int(r["bytes"]): r for r in json.loads(out)}
+    rows = cli.bench_rows(topology, "--algo", "tree", "--min", SIZES[0], "--max", SIZES[1],
+                          *extra, *args, exe=gradsync)
+    return {int(r["bytes"]): r for r in rows}
 
 
 def main():
-    gradsync = os.environ["GRADSYNC"]
+    gradsync = cli.executable()
     topologies = sys.argv[1]
     failures, streamed, chunked = [], 0, 0
     for name, extra in CASES:

@@ -18,28 +18,19 @@ test/data/fabric:
 
 Usage: GRADSYNC=/path/to/gradsync ecmp_roce_bench_test.py CASE DATA_DIR
 """
-import json
 import os
 import random
 import re
-import subprocess
 import sys
-import tempfile
 
-GRADSYNC = os.environ.get("GRADSYNC", "gradsync")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
 SEEDS = range(16)
 
 
 def bench(text, *args):
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(text)
-        path = f.name
-    try:
-        out = subprocess.run([GRADSYNC, "bench", path, *args, "--json"], check=True,
-                             capture_output=True, text=True).stdout
-    finally:
-        os.unlink(path)
-    return json.loads(out)[0]
+    return cli.bench_text(text, *args)[0]
 
 
 def edit(text, **keys):
@@ -67,9 +58,7 @@ def monte_carlo_worst_load(uplinks, qps, trials=200000):
     return total / trials
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    return ok
+check = cli.Checks()
 
 
 def slowdowns(text, qps):

@@ -21,11 +21,12 @@ aggregate NIC rate a server can use (NCCL binds each channel to a NIC near its G
 Asserted within 3 %, so that hashing a connection onto one NIC, a plan that ignored the rails
 or uneven servers, or chains that all cross on one NIC fail.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 TOLERANCE = 0.03
 
@@ -66,15 +67,13 @@ network:
 
 
 def bench(gradsync, path, *args):
-    out = subprocess.run([gradsync, "bench", path, "--min", "1GiB", "--max", "1GiB", "--json",
-                          *args], check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
+    rows = cli.bench_rows(path, "--min", "1GiB", "--max", "1GiB", *args, exe=gradsync)
     assert len(rows) == 1, rows
     return rows[0]
 
 
 def main():
-    gradsync = os.environ.get("GRADSYNC", "gradsync")
+    gradsync = cli.executable("gradsync")
     ok = True
 
     def check(name, got, expected, below=TOLERANCE, above=TOLERANCE):

@@ -8,23 +8,22 @@ of EXPECTED_GBPS (default 480: data/nccl-tests-public.csv row GTC-H100-NVLS, 8x 
 GTC24 S62129 / GTC25 S72583 slide 12). Also checks that NVLS beats ring on the same server
 (GTC-H100-NVL4: ring 370 GB/s) and that a topology without an NVSwitch is refused (exit 2).
 """
-import json
 import os
 import pathlib
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 
 def bench(gradsync, topology, algo, size="1GiB"):
-    out = subprocess.run([gradsync, "bench", topology, "--algo", algo, "--min", size, "--max",
-                          size, "--json"], check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
+    rows = cli.bench_rows(topology, "--algo", algo, "--min", size, "--max", size, exe=gradsync)
     assert len(rows) == 1, rows
     return rows[0]
 
 
 def main():
-    gradsync = os.environ.get("GRADSYNC", "gradsync")
+    gradsync = cli.executable("gradsync")
     topology = sys.argv[1]
     expected = float(sys.argv[2]) if len(sys.argv) > 2 else 480.0
     tolerance = float(sys.argv[3]) if len(sys.argv) > 3 else 0.15
@@ -45,8 +44,7 @@ def main():
     # No NVSwitch (PCIe server): --algo nvls is bad input, exit 2 with a reason.
     pcie = pathlib.Path(topology).parent / "pcie-4gpu.yaml"
     if pcie.exists():
-        r = subprocess.run([gradsync, "bench", str(pcie), "--algo", "nvls", "--min", "1MiB",
-                            "--max", "1MiB"], capture_output=True, text=True)
+        r = cli.run("bench", pcie, "--algo", "nvls", "--min", "1MiB", "--max", "1MiB", exe=gradsync)
         if r.returncode != 2 or "NVSwitch" not in r.stderr:
             print(f"FAIL: nvls on {pcie.name}: exit {r.returncode}, stderr {r.stderr!r}")
             ok = False

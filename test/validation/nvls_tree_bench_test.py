@@ -15,18 +15,17 @@ On aws-p5-2node-efa.yaml (2 x 8 H100, 400 Gb/s of EFA per GPU):
   * the tree latency regression: a 2-server tree at 8 B pays both network crossings in step
     fidelity as in flow fidelity (aws-p4de-2node-efa.yaml).
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
 
 def bench(gradsync, topology, algo, size, fidelity="auto"):
-    out = subprocess.run([gradsync, "bench", topology, "--algo", algo, "--min", size, "--max",
-                          size, "--fidelity", fidelity, "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
+    rows = cli.bench_rows(topology, "--algo", algo, "--min", size, "--max", size, "--fidelity",
+                          fidelity, exe=gradsync)
     assert len(rows) == 1, rows
     return rows[0]
 
@@ -43,15 +42,13 @@ def variant(topology, tmp, old, new):
 
 
 def main():
-    gradsync = os.environ.get("GRADSYNC", "gradsync")
+    gradsync = cli.executable("gradsync")
     topo_dir = sys.argv[1]
     p5x2 = os.path.join(topo_dir, "aws-p5-2node-efa.yaml")
-    failures = []
+    checks = cli.Checks()
 
     def check(name, ok, detail):
-        print(("ok   " if ok else "FAIL ") + name + ": " + detail)
-        if not ok:
-            failures.append(name)
+        checks(ok, name + ": " + detail)
 
     big = bench(gradsync, p5x2, "nvlstree", "16GiB")
     want = 2 * 15 / 16 * 450 * 0.80 * 0.76 / 1.125
@@ -68,9 +65,8 @@ def main():
           auto["algorithm"])
     one = bench(gradsync, os.path.join(topo_dir, "aws-p5-1node.yaml"), "auto", "1GiB")
     check("auto on 1 server picks nvls at 1 GiB", one["algorithm"] == "nvls", one["algorithm"])
-    r = subprocess.run([gradsync, "bench", os.path.join(topo_dir, "dgx-a100-4node-hdr-ib.yaml"),
-                        "--algo", "nvlstree", "--min", "1MiB", "--max", "1MiB"],
-                       capture_output=True, text=True)
+    r = cli.run("bench", os.path.join(topo_dir, "dgx-a100-4node-hdr-ib.yaml"), "--algo",
+                "nvlstree", "--min", "1MiB", "--max", "1MiB", exe=gradsync)
     check("nvlstree on A100 servers is bad input",
           r.returncode == 2 and "NVLink4" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
           f"exit {r.returncode}, {r.stderr.strip()!r}")
@@ -78,8 +74,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         # The topology's gpu: decides NVLS, not the NVLink rate: an H100 server declared A100s.
         declared = variant(dgx, tmp, "gpu: h100", "gpu: a100")
-        r = subprocess.run([gradsync, "bench", declared, "--algo", "nvls", "--min", "1MiB",
-                            "--max", "1MiB"], capture_output=True, text=True)
+        r = cli.run("bench", declared, "--algo", "nvls", "--min", "1MiB", "--max", "1MiB",
+                    exe=gradsync)
         check("nvls follows gpu: (h100 server declared a100)",
               r.returncode == 2 and "ampere (the topology's gpu:)" in r.stderr,
               f"exit {r.returncode}, {r.stderr.strip()!r}")
@@ -95,7 +91,7 @@ def main():
     flow = bench(gradsync, p4de, "tree", "8B", "flow")["time_us"]
     check("2-server tree at 8 B: step pays both crossings like flow", abs(step / flow - 1) <= 0.02,
           f"step {step:.1f} us, flow {flow:.1f} us")
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

@@ -17,13 +17,14 @@ Asserted within 2 % at 1 GiB, in both fidelities (flow: SimGrid max-min; step: t
 per-step model), so that a router that ignored p2p, or one that sent traffic up but not back
 through the same uplink, fails.
 """
-import json
 import os
 import re
-import subprocess
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 TOLERANCE = 0.02
 UNITS = {"GB/s": 1e9, "MB/s": 1e6, "Gbps": 1e9 / 8}
@@ -49,16 +50,14 @@ def closed_form(path):
 
 
 def busbw(gradsync, path, fidelity):
-    out = subprocess.run([gradsync, "bench", path, "--algo", "ring", "--min", "1GiB", "--max",
-                          "1GiB", "--fidelity", fidelity, "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
+    rows = cli.bench_rows(path, "--algo", "ring", "--min", "1GiB", "--max", "1GiB", "--fidelity",
+                          fidelity, exe=gradsync)
     assert len(rows) == 1, rows
     return rows[0]["busbw_GBps"] * 1e9
 
 
 def main():
-    gradsync = os.environ.get("GRADSYNC", "gradsync")
+    gradsync = cli.executable("gradsync")
     ok = True
     figures = {}
     forms = {}

@@ -20,13 +20,12 @@ port receives one flow), so the closed form is
 
 Usage: GRADSYNC=/path/to/gradsync tcp_incast_bench_test.py TOPOLOGY_YAML
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
-GRADSYNC = os.environ.get("GRADSYNC", "gradsync")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
 N = 8                          # workers
 C = 10e9 / 8 * 0.964           # B/s: the star's port rate x efficiency (from the YAML)
 RTO_MIN = 0.2                  # s, the default rto_min (tcp_model.hpp)
@@ -35,16 +34,9 @@ KIB, MIB = 1024, 1024 * 1024
 
 
 def bench(text, size, *args):
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(text)
-        path = f.name
-    try:
-        out = subprocess.run([GRADSYNC, "bench", path, "--op", "allreduce", *args,
-                              "--min", "%dB" % size, "--max", "%dB" % size, "--json"],
-                             check=True, capture_output=True, text=True).stdout
-    finally:
-        os.unlink(path)
-    return json.loads(out)[0]["time_us"] * 1e-6
+    rows = cli.bench_text(text, "--op", "allreduce", *args, "--min", "%dB" % size,
+                          "--max", "%dB" % size)
+    return rows[0]["time_us"] * 1e-6
 
 
 def ps(text, size):
@@ -56,9 +48,7 @@ def with_tcp(text, line):
     return text.replace("\ntcp:\n", "\ntcp:\n  %s\n" % line)
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    return ok
+check = cli.Checks()
 
 
 def near(got, want, rel=0.02):

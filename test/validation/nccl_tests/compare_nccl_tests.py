@@ -44,8 +44,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
+
+ROOT = cli.SOURCE_DIR
 DATA_GLOB = os.path.join(ROOT, "test", "data", "nccl-tests", "*.csv")
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -228,13 +230,11 @@ class Gradsync:
         calls = [(lo, hi)] if set(sizes) <= set(series) and len(sizes) > 1 else [(s, s) for s in sizes]
         out = {}
         for a, b in calls:
-            args = [self.exe, "bench", self.topology(system), "--op", "allreduce", "--algo", algo,
-                    "--min", f"{a}B", "--max", f"{b}B", "--factor", "2", "--json"]
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=1800, check=False)
-            if proc.returncode != 0:
-                raise RuntimeError("{} -> exit {}: {}".format(" ".join(args[1:]), proc.returncode,
-                                                             proc.stderr.strip()[-400:]))
-            for r in json.loads(proc.stdout):
+            # CommandFailed (a RuntimeError) when it exits other than 0.
+            rows = cli.bench_rows(self.topology(system), "--op", "allreduce", "--algo", algo,
+                                  "--min", f"{a}B", "--max", f"{b}B", "--factor", "2",
+                                  exe=self.exe, timeout=1800)
+            for r in rows:
                 out[int(round(r["bytes"]))] = r
         return out
 

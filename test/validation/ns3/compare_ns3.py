@@ -21,11 +21,12 @@ Usage: compare_ns3.py NS3_PROGRAM GRADSYNC SOURCE_DIR [--tolerance 0.15]
 Exit: 0 every asserted case within tolerance, 1 a case is not, 2 bad usage.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pylib"))
+import gradsync_command as cli  # noqa: E402
 
 PS = ["test/data/tcp/ns3_incast_star.yaml", "--op", "allreduce", "--algo", "ps",
       "--ps-placement", "dedicated"]
@@ -63,20 +64,14 @@ def run_gradsync(gradsync, source_dir, args, incast=True):
     `tcp: {incast: false}` (the flow model without the timeout)."""
     topo, *rest = args
     path = f"{source_dir}/{topo}"
-    tmp = None
-    if not incast:
-        text = open(path).read()
+    if incast:
+        rows = cli.bench_rows(path, *rest, exe=gradsync)
+    else:
+        text = cli.read_text(path)
         assert text.count("\ntcp:\n") == 1, path
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write(text.replace("\ntcp:\n", "\ntcp:\n  incast: false\n"))
-            tmp = path = f.name
-    try:
-        out = subprocess.run([gradsync, "bench", path, *rest, "--json"],
-                             capture_output=True, text=True, check=True).stdout
-    finally:
-        if tmp:
-            os.unlink(tmp)
-    return json.loads(out)[0]["time_us"] * 1e-6
+        rows = cli.bench_text(text.replace("\ntcp:\n", "\ntcp:\n  incast: false\n"), *rest,
+                              exe=gradsync)
+    return rows[0]["time_us"] * 1e-6
 
 
 def main():
