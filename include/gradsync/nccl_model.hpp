@@ -11,7 +11,7 @@
 // 2.28 the same numbers sat in src/graph/tuning.cc. Constants moved between releases (the
 // 2.20-era tuning.cc had Tree/Simple base 0 and per-hop 28 µs, and Ring LL at busBw/4; 2.30 has
 // 8.4, 4 µs and busBw/2), so a change of version means re-checking every table in
-// sim/fabric/nccl_latency.cpp.
+// sim/fabric/nccl_tables.hpp and the formulas of nccl_latency.cpp and nccl_cost.cpp.
 //
 // Units: NCCL's tables are in µs and GB/s (1e9 B/s); this API takes and returns Seconds,
 // Bytes and BytesPerSecond.

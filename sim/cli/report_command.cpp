@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "../sweep/durable_file.hpp"
 #include "../sweep/sweep_results.hpp"
 #include "commands.hpp"
 #include "gnuplot_charts.hpp"

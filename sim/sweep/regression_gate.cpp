@@ -10,6 +10,8 @@
 
 #include "gradsync/config_error.hpp"
 #include "gradsync/run_json.hpp"
+#include "csv_text.hpp"
+#include "durable_file.hpp"
 
 namespace gradsync::sweep {
 

@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "gradsync/config_error.hpp"
+#include "durable_file.hpp"
 #include "regression_gate.hpp"
 #include "sweep_results.hpp"
 #include "worker_pool.hpp"
