@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
+#include "gradsync/command_files.hpp"
 #include "gradsync/bench_report.hpp"
 #include "gradsync/bench_runner.hpp"
 #include "gradsync/bench_setup.hpp"

@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
+#include "gradsync/command_files.hpp"
 #include "gradsync/calibrate_report.hpp"
 #include "gradsync/calibration_runs.hpp"
 #include "gradsync/calibration_setup.hpp"

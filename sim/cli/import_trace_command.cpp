@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "gradsync/command_files.hpp"
 #include "gradsync/model_presets.hpp"
 #include "gradsync/profiler_trace.hpp"
 #include "gradsync/scenario_config.hpp"

@@ -21,8 +21,8 @@
 #include "../sweep/durable_file.hpp"
 #include "../sweep/sweep_results.hpp"
 #include "commands.hpp"
-#include "gnuplot_charts.hpp"
 #include "gradsync/config_error.hpp"
+#include "gradsync/gnuplot_charts.hpp"
 #include "gradsync/sweep_report.hpp"
 
 namespace gradsync::cli {

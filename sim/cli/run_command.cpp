@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "gradsync/command_files.hpp"
 #include "gradsync/chrome_trace.hpp"
 #include "gradsync/config_error.hpp"
 #include "gradsync/run_report.hpp"

@@ -1,5 +1,5 @@
 // gnuplot for `gradsync report` (gnuplot_charts.hpp).
-#include "gnuplot_charts.hpp"
+#include "gradsync/gnuplot_charts.hpp"
 
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 #include "../sweep/worker_pool.hpp"
 #include "gradsync/config_error.hpp"
 
-namespace gradsync::cli {
+namespace gradsync {
 namespace {
 
 namespace fs = std::filesystem;
@@ -92,4 +92,4 @@ std::string ChartFolder::draw(const std::string& gnuplot, const std::string& nam
   return run_gnuplot(gnuplot, script);
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync

@@ -1,7 +1,7 @@
 // gnuplot as `gradsync report` runs it: the program found on GRADSYNC_GNUPLOT or PATH, and a
 // temp folder where each chart (sweep_report.hpp: its data and script) is drawn by running
-// gnuplot as a subprocess (sweep::run_process). Part of the CLI: the library never starts
-// programs.
+// gnuplot as a subprocess (sweep::run_process). Part of gradsync_io (files and processes):
+// the model, engine and report libraries never start programs.
 #pragma once
 
 #include <filesystem>
@@ -10,7 +10,7 @@
 
 #include "gradsync/sweep_report.hpp"
 
-namespace gradsync::cli {
+namespace gradsync {
 
 // The gnuplot program: GRADSYNC_GNUPLOT, else "gnuplot" found on PATH; nullopt (with why)
 // when there is none: the report then holds its table only.
@@ -35,4 +35,4 @@ class ChartFolder {
   std::filesystem::path path_;
 };
 
-}  // namespace gradsync::cli
+}  // namespace gradsync

@@ -1,15 +1,16 @@
-// Reading a whole input file for a command, writing an output file (see commands.hpp).
+// Reading a whole input file for a command, writing an output file (command_files.hpp).
+#include "gradsync/command_files.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "commands.hpp"
 #include "gradsync/bounded_read.hpp"
 #include "gradsync/config_error.hpp"
 
-namespace gradsync::cli {
+namespace gradsync {
 
 std::string read_input_file(const std::string& path, const std::string& command,
                             const std::string& option) {
@@ -29,4 +30,4 @@ void write_output_file(const std::filesystem::path& path, const std::string& tex
   if (!out) throw EnvironmentError(path.string(), "cannot write file (disk full?)");
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync
