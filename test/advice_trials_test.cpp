@@ -1,4 +1,4 @@
-// advise's what-ifs as worker processes (include/gradsync/advice_trials.hpp) without
+// advise's what-ifs as worker processes (include/gradsync/io/advice_trials.hpp) without
 // simulating: the worker is a shell script standing in for `gradsync run ... --json` that logs
 // its arguments and fails for one variant. What is checked: each variant runs once with the
 // baseline's and its own --set and the --cfg options, trials come back in the batch's order,
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/advice_trials.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/io/advice_trials.hpp"
+#include "gradsync/units/config_error.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

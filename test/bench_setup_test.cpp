@@ -1,4 +1,4 @@
-// `gradsync bench`'s options -> BenchRequest (include/gradsync/bench_setup.hpp), without
+// `gradsync bench`'s options -> BenchRequest (include/gradsync/scenario/bench_setup.hpp), without
 // simulating: the choices mapped to the request, the size sweep, each refused option at its
 // name, and --compare's sizes and ranks from a log.
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/bench_setup.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/scenario/bench_setup.hpp"
+#include "gradsync/units/config_error.hpp"
 #include "sim_check.hpp"
 
 using namespace gradsync;

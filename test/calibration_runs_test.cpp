@@ -1,4 +1,4 @@
-// calibrate's candidate simulations (include/gradsync/calibration_runs.hpp) without
+// calibrate's candidate simulations (include/gradsync/io/calibration_runs.hpp) without
 // simulating: the `gradsync bench` they run is a shell script that prints bench's --json rows,
 // or fails as the topology loader (exit 2) or as something else (exit 3) would, chosen by the
 // candidate file's name: key. What is checked: the candidate file holds the template's text,
@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "gradsync/calibration_runs.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/io/calibration_runs.hpp"
+#include "gradsync/units/config_error.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

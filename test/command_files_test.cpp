@@ -1,4 +1,4 @@
-// The files a command names (include/gradsync/command_files.hpp): an input read whole, a
+// The files a command names (include/gradsync/io/command_files.hpp): an input read whole, a
 // missing one reported as bad input at the command's option, an output written whole, and one
 // that cannot be written reported as the environment's failure.
 #include <doctest/doctest.h>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "gradsync/command_files.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/io/command_files.hpp"
+#include "gradsync/units/config_error.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

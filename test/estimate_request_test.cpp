@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/estimate_request.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/report/estimate_request.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// gnuplot as `gradsync report` runs it (include/gradsync/gnuplot_charts.hpp), with a shell
+// gnuplot as `gradsync report` runs it (include/gradsync/io/gnuplot_charts.hpp), with a shell
 // script standing in for gnuplot: the program named by GRADSYNC_GNUPLOT, a chart's data and
 // script written to the chart folder and the SVG element the program prints returned without
 // its XML prolog, a failing program reported as the environment's failure, and the folder
@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/gnuplot_charts.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/io/gnuplot_charts.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gradsync/nccl_model.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

@@ -13,7 +13,7 @@
 
 #include "../sim/sweep/regression_gate.hpp"
 #include "../sim/sweep/sweep_results.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 using namespace gradsync;
 using namespace gradsync::sweep;

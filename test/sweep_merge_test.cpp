@@ -1,4 +1,4 @@
-// `gradsync merge`'s work (include/gradsync/sweep_merge.hpp) on hand-written results folders,
+// `gradsync merge`'s work (include/gradsync/sweep/sweep_merge.hpp) on hand-written results folders,
 // no sweep and no simulation: two shards' results.jsonl merged with each point once, a
 // duplicate holding the same result dropped and counted, one holding another result refused,
 // failed points counted, and the output folder's mistakes refused before anything is written.
@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/sweep_merge.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/sweep/sweep_merge.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// import-trace's inputs besides the trace (include/gradsync/trace_inputs.hpp): the file of a
+// import-trace's inputs besides the trace (include/gradsync/trace/trace_inputs.hpp): the file of a
 // rank in a folder of per-rank traces, a model's tensors in DDP's backward order, and the
 // topology as the written scenario names it.
 #include <doctest/doctest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/trace_inputs.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/trace/trace_inputs.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

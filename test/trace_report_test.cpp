@@ -1,11 +1,11 @@
-// import-trace's text (include/gradsync/trace_report.hpp) on a synthetic workload and result:
+// import-trace's text (include/gradsync/report/trace_report.hpp) on a synthetic workload and result:
 // the summary's lines, the buckets' table with the measured and simulated times and their
 // ratio, a bucket without a measured time, the median ratio and the step line.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "gradsync/trace_report.hpp"
+#include "gradsync/report/trace_report.hpp"
 
 using namespace gradsync;
 

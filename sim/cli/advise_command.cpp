@@ -16,11 +16,11 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "gradsync/advice_trials.hpp"
-#include "gradsync/advise_report.hpp"
-#include "gradsync/advisor.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/scenario_config.hpp"
+#include "gradsync/io/advice_trials.hpp"
+#include "gradsync/report/advise_report.hpp"
+#include "gradsync/report/advisor.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/config/scenario_loader.hpp"
 
 namespace gradsync::cli {
 namespace {

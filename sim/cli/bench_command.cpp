@@ -16,14 +16,14 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
-#include "gradsync/command_files.hpp"
-#include "gradsync/bench_report.hpp"
-#include "gradsync/bench_runner.hpp"
-#include "gradsync/bench_setup.hpp"
-#include "gradsync/calibrate.hpp"
-#include "gradsync/collective.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/scenario_config.hpp"
+#include "gradsync/io/command_files.hpp"
+#include "gradsync/report/bench_report.hpp"
+#include "gradsync/scenario/bench_runner.hpp"
+#include "gradsync/scenario/bench_setup.hpp"
+#include "gradsync/calibrate/calibrate.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/config/scenario_loader.hpp"
 
 namespace gradsync::cli {
 namespace {

@@ -20,13 +20,13 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
-#include "gradsync/command_files.hpp"
-#include "gradsync/calibrate_report.hpp"
-#include "gradsync/calibration_runs.hpp"
-#include "gradsync/calibration_setup.hpp"
-#include "gradsync/collective.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/io/command_files.hpp"
+#include "gradsync/report/calibrate_report.hpp"
+#include "gradsync/io/calibration_runs.hpp"
+#include "gradsync/calibrate/calibration_setup.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "gradsync/engine.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 namespace CLI {
 class App;

@@ -4,7 +4,7 @@
 // efficiency, and beside it the closed forms of ring, tree, parameter server and (with
 // --gpus-per-node and --intra-bandwidth) hierarchical AllReduce, with their algbw/busbw, the
 // cost amortized over --accumulation, and with --compute the share of the step the sync takes
-// with no overlap. The numbers come from the model (include/gradsync/estimate.hpp), the
+// with no overlap. The numbers come from the model (include/gradsync/report/estimate.hpp), the
 // options' text becomes a request in estimate_request.hpp (bad input: ConfigError, exit 2);
 // this file registers the options and prints what the writers return (format_estimate;
 // estimate_json in estimate_report.hpp).
@@ -15,9 +15,9 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
-#include "gradsync/estimate.hpp"
-#include "gradsync/estimate_report.hpp"
-#include "gradsync/estimate_request.hpp"
+#include "gradsync/report/estimate.hpp"
+#include "gradsync/report/estimate_report.hpp"
+#include "gradsync/report/estimate_request.hpp"
 
 namespace gradsync::cli {
 namespace {

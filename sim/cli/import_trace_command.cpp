@@ -12,15 +12,15 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "gradsync/command_files.hpp"
-#include "gradsync/model_presets.hpp"
-#include "gradsync/profiler_trace.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/scenario_runner.hpp"
-#include "gradsync/trace_inputs.hpp"
-#include "gradsync/trace_report.hpp"
-#include "gradsync/trace_scenario.hpp"
-#include "gradsync/trace_workload.hpp"
+#include "gradsync/io/command_files.hpp"
+#include "gradsync/scenario/model_presets.hpp"
+#include "gradsync/trace/profiler_trace.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/scenario/scenario_runner.hpp"
+#include "gradsync/trace/trace_inputs.hpp"
+#include "gradsync/report/trace_report.hpp"
+#include "gradsync/trace/trace_scenario.hpp"
+#include "gradsync/trace/trace_workload.hpp"
 
 namespace gradsync::cli {
 namespace {

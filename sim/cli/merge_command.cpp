@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "gradsync/sweep_merge.hpp"
+#include "gradsync/sweep/sweep_merge.hpp"
 
 namespace gradsync::cli {
 namespace {

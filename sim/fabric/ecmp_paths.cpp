@@ -5,8 +5,8 @@
 #include <unordered_map>
 #include <stdexcept>
 
-#include "gradsync/splitmix64.hpp"
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/units/splitmix64.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync {
 

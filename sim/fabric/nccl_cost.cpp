@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "gradsync/nccl_model.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
 #include "nccl_tables.hpp"
 
 namespace gradsync {

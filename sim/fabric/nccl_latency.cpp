@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "gradsync/nccl_model.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
 #include "nccl_tables.hpp"
 
 namespace gradsync {

@@ -17,7 +17,7 @@
 //   - numPipeOps (aggregated launches): one collective at a time here.
 #pragma once
 
-#include "gradsync/nccl_model.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
 
 namespace gradsync::nccl_tables {
 

@@ -1,11 +1,11 @@
 // advise's what-ifs as `gradsync run` worker processes (advice_trials.hpp).
-#include "gradsync/advice_trials.hpp"
+#include "gradsync/io/advice_trials.hpp"
 
 #include <optional>
 #include <utility>
 
 #include "../sweep/worker_pool.hpp"
-#include "gradsync/advise_report.hpp"
+#include "gradsync/report/advise_report.hpp"
 
 namespace gradsync {
 namespace {

@@ -1,5 +1,5 @@
 // calibrate's candidates simulated by `gradsync bench` child processes (calibration_runs.hpp).
-#include "gradsync/calibration_runs.hpp"
+#include "gradsync/io/calibration_runs.hpp"
 
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "../sweep/worker_pool.hpp"
-#include "gradsync/calibrate_report.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/report/calibrate_report.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync {
 

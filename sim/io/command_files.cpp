@@ -1,5 +1,5 @@
 // Reading a whole input file for a command, writing an output file (command_files.hpp).
-#include "gradsync/command_files.hpp"
+#include "gradsync/io/command_files.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/bounded_read.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/bounded_read.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync {
 

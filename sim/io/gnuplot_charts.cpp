@@ -1,5 +1,5 @@
 // gnuplot for `gradsync report` (gnuplot_charts.hpp).
-#include "gradsync/gnuplot_charts.hpp"
+#include "gradsync/io/gnuplot_charts.hpp"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "../sweep/worker_pool.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync {
 namespace {

@@ -1,5 +1,5 @@
 // `gradsync estimate`'s option text -> EstimateRequest (estimate_request.hpp).
-#include "gradsync/estimate_request.hpp"
+#include "gradsync/report/estimate_request.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 namespace {

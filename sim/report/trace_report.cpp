@@ -1,5 +1,5 @@
 // import-trace's text (trace_report.hpp).
-#include "gradsync/trace_report.hpp"
+#include "gradsync/report/trace_report.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -1,13 +1,13 @@
 // `gradsync bench`'s options -> BenchRequest (bench_setup.hpp).
-#include "gradsync/bench_setup.hpp"
+#include "gradsync/scenario/bench_setup.hpp"
 
 #include <cmath>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/server_hosts.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/topology/server_hosts.hpp"
 
 namespace gradsync {
 namespace {

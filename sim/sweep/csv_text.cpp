@@ -1,7 +1,7 @@
 // CSV text as results.csv holds it (csv_text.hpp).
 #include "csv_text.hpp"
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync::sweep {
 

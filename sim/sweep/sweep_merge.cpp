@@ -1,5 +1,5 @@
 // Sweep outputs merged into one results folder (sweep_merge.hpp).
-#include "gradsync/sweep_merge.hpp"
+#include "gradsync/sweep/sweep_merge.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 #include "sweep_results.hpp"
 
 namespace gradsync {

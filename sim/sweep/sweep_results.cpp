@@ -2,7 +2,7 @@
 // back), regenerated results.jsonl/csv and the manifest. See sweep_results.hpp; the durable
 // writes are durable_file.hpp's, the CSV text csv_text.hpp's.
 #include "sweep_results.hpp"
-#include "gradsync/run_json.hpp"
+#include "gradsync/report/run_json.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +19,7 @@
 
 #include "csv_text.hpp"
 #include "durable_file.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync::sweep {
 

@@ -30,7 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/sweep.hpp"
+#include "gradsync/sweep/sweep.hpp"
 
 namespace gradsync::sweep {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/topology.hpp"
 
 namespace gradsync::route_costs {
 

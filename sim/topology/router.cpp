@@ -23,8 +23,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "gradsync/splitmix64.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/units/splitmix64.hpp"
+#include "gradsync/topology/topology.hpp"
 #include "route_costs.hpp"
 
 namespace gradsync {

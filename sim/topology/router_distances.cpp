@@ -6,7 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/topology.hpp"
 #include "route_costs.hpp"
 
 namespace gradsync {

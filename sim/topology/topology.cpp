@@ -1,5 +1,5 @@
 // Topology: devices and links with stable ids, name spellings, and validation.
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/topology.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>

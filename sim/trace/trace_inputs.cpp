@@ -1,12 +1,12 @@
 // import-trace's inputs besides the trace (trace_inputs.hpp).
-#include "gradsync/trace_inputs.hpp"
+#include "gradsync/trace/trace_inputs.hpp"
 
 #include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync {
 
