@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <exception>
 
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -1,5 +1,5 @@
 // The calibration fit (see calibration_fit.hpp).
-#include "gradsync/calibration_fit.hpp"
+#include "gradsync/calibrate/calibration_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/units.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 

@@ -1,7 +1,7 @@
 // What `gradsync calibrate` fits and simulates around the fit (calibration_setup.hpp): the job,
 // the parameters, the rows and bands, the template's text with candidate or fitted values, and
 // the `gradsync bench` runs of a candidate.
-#include "gradsync/calibration_setup.hpp"
+#include "gradsync/calibrate/calibration_setup.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/nccl_model.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 namespace {

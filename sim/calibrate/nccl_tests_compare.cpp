@@ -1,5 +1,5 @@
 // Measured vs simulated nccl-tests rows (see nccl_tests_compare.hpp).
-#include "gradsync/nccl_tests_compare.hpp"
+#include "gradsync/calibrate/nccl_tests_compare.hpp"
 
 #include <algorithm>
 #include <cmath>

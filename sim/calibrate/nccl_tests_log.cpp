@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/calibrate.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/calibrate/calibrate.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/calibrate.hpp"
+#include "gradsync/calibrate/calibrate.hpp"
 
 namespace gradsync {
 namespace {

@@ -1,8 +1,8 @@
 // `gradsync advise SCENARIO [--set key=value]... [--json] [--rank samples|cost] [-j N]`:
-// "what should we change?". The advisor (advisor.hpp) plans, searches and ranks; this file
-// runs each what-if as its own `gradsync run --json` worker process (SimGrid allows one
-// simulation per process), with progress on a terminal, and prints the advice that
-// advise_report.hpp writes.
+// "what should we change?". The advisor (advisor.hpp) plans, searches and ranks; each what-if
+// runs as its own `gradsync run --json` worker process (advice_trials.hpp: SimGrid allows one
+// simulation per process); this file shows their progress on a terminal and prints the advice
+// that advise_report.hpp writes.
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -15,12 +15,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
-#include "gradsync/advise_report.hpp"
-#include "gradsync/advisor.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/scenario_config.hpp"
+#include "gradsync/io/advice_trials.hpp"
+#include "gradsync/report/advise_report.hpp"
+#include "gradsync/report/advisor.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/config/scenario_loader.hpp"
 
 namespace gradsync::cli {
 namespace {
@@ -38,67 +38,6 @@ struct AdviseCliOptions {
   std::vector<std::string> cfg;
 };
 
-std::string first_line(std::string text) {
-  const auto nl = text.find('\n');
-  if (nl != std::string::npos) text.resize(nl);
-  return text;
-}
-
-// Runs batches of variants as `gradsync run` workers, -j at a time, with progress on a terminal.
-class TrialRunner {
- public:
-  TrialRunner(const AdviseCliOptions& o, unsigned jobs, std::chrono::milliseconds limit)
-      : o_(o), jobs_(jobs), pool_("/proc/self/exe", limit), limit_(limit),
-        tty_(::isatty(STDERR_FILENO) == 1) {}
-
-  std::vector<AdviceTrial> run(const std::vector<std::vector<std::string>>& batch) {
-    std::vector<AdviceTrial> out(batch.size());
-    std::size_t next = 0, finished = 0;
-    while (finished < batch.size()) {
-      while (next < batch.size() && pool_.running() < jobs_) {
-        pool_.start(next, "gradsync", advice_run_args(o_.file, o_.sets, batch[next], o_.cfg));
-        ++next;
-      }
-      for (const sweep::WorkerResult& w : pool_.collect(std::chrono::milliseconds(250))) {
-        out[w.tag] = trial_of(w);
-        ++finished;
-        ++done_;
-      }
-      draw();
-    }
-    return out;
-  }
-
-  void close() {
-    if (tty_ && drawn_) std::cerr << "\r\033[K" << std::flush;
-  }
-  [[nodiscard]] std::size_t runs() const { return done_; }
-
- private:
-  AdviceTrial trial_of(const sweep::WorkerResult& w) const {
-    // `run` reports bad input on one line.
-    if (const auto failure = sweep::worker_failure(w, limit_))
-      return AdviceTrial{std::nullopt, first_line(*failure)};
-    return advice_trial_from_run_output(w.out);
-  }
-
-  void draw() {
-    if (!tty_) return;
-    drawn_ = true;
-    std::cerr << fmt::format("\r\033[Kadvise: {} simulations done, {} running", done_,
-                             pool_.running())
-              << std::flush;
-  }
-
-  const AdviseCliOptions& o_;
-  unsigned jobs_;
-  sweep::WorkerPool pool_;
-  std::chrono::milliseconds limit_;
-  bool tty_;
-  bool drawn_ = false;
-  std::size_t done_ = 0;
-};
-
 void advise_run(const AdviseCliOptions& o) {
   // Load in-process first: a bad scenario or --set is reported once, as `run` would.
   const LoadedScenario loaded = load_scenario_file(o.file, o.sets);
@@ -109,9 +48,23 @@ void advise_run(const AdviseCliOptions& o) {
   if (o.rank == "cost" && !b.has_cost)
     throw ConfigError(SourceMark{"--rank cost", 0, 0},
                       "the topology has no cost: to rank by cost per sample");
-  const unsigned jobs = o.jobs == 0 ? sweep::available_cpus() : o.jobs;
   const auto start = Clock::now();
-  TrialRunner runner(o, jobs, sweep::parse_worker_limit(o.timeout));
+  // On a terminal: how many simulations are done and running.
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  bool drawn = false;
+  AdviceTrialRunner runner({.scenario = o.file, .sets = o.sets, .cfg = o.cfg, .jobs = o.jobs,
+                            .timeout = o.timeout,
+                            .on_progress = [&](std::size_t done, std::size_t running) {
+                              if (!tty) return;
+                              drawn = true;
+                              std::cerr << fmt::format(
+                                               "\r\033[Kadvise: {} simulations done, {} running",
+                                               done, running)
+                                        << std::flush;
+                            }});
+  const auto close = [&] {
+    if (tty && drawn) std::cerr << "\r\033[K" << std::flush;
+  };
   AdviseOptions options;
   options.max_nodes = o.max_nodes;
   options.ranking = o.rank == "cost" ? AdviceRanking::CostPerSample : AdviceRanking::SamplesPerSecond;
@@ -121,11 +74,11 @@ void advise_run(const AdviseCliOptions& o) {
       return runner.run(batch);
     });
   } catch (const AdviceBaselineError& e) {  // `run` reported it on one line
-    runner.close();
+    close();
     std::cerr << e.what() << '\n';
     throw ExitStatus{2};
   }
-  runner.close();
+  close();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   if (o.json) {
     std::cout << advice_json(loaded, a, runner.runs(), wall).dump(2) << '\n';

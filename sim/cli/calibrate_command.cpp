@@ -3,39 +3,33 @@
 // itself, over the whole curve. What is fitted, and the candidates' text, come from
 // calibration_setup.hpp; the fit (stages, weighting, what is undone, the verdict) is
 // fit_calibration() (calibration_fit.hpp); the report and the written file, calibrate_report.hpp.
-// This command simulates each candidate by `gradsync bench` in a child process
-// (/proc/self/exe: SimGrid runs one simulation per process) and prints and writes the result.
+// Each candidate is simulated by `gradsync bench` in a child process (calibration_runs.hpp:
+// SimGrid runs one simulation per process); this command prints and writes the result.
 // --bands limits the fit to some bands; the others are still simulated and must not get worse.
 // A fit that stays far off exits 3 and writes nothing, unless --force.
 
-#include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "../sweep/worker_pool.hpp"
 #include "commands.hpp"
-#include "gradsync/calibrate_report.hpp"
-#include "gradsync/calibration_setup.hpp"
-#include "gradsync/collective.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/io/command_files.hpp"
+#include "gradsync/report/calibrate_report.hpp"
+#include "gradsync/io/calibration_runs.hpp"
+#include "gradsync/calibrate/calibration_setup.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct CalibrateOptions {
   std::string topology;
@@ -52,60 +46,6 @@ struct CalibrateOptions {
 constexpr int kExitFitOff = 3;  // the fit stays off (nothing written unless --force)
 
 SourceMark mark(const std::string& what) { return SourceMark{"gradsync calibrate " + what, 0, 0}; }
-
-// Simulates candidates: each one's topology in a temporary file, one `gradsync bench` child
-// process (/proc/self/exe) per run of sizes.
-class Calibrator {
- public:
-  Calibrator(const CalibrateOptions& o, const CalibrationJob& job) : o_(o), job_(job) {
-    dir_ = fs::temp_directory_path() / fmt::format("gradsync-calibrate-{}", getpid());
-    fs::create_directories(dir_);
-  }
-  ~Calibrator() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Calibrator(const Calibrator&) = delete;
-  Calibrator& operator=(const Calibrator&) = delete;
-
-  // bytes -> simulated time (µs) for `sizes`, with every parameter of stages up to `stage`.
-  std::map<long long, double> simulate(const std::vector<FitParam>& params, int stage,
-                                       const std::vector<double>& sizes) {
-    const fs::path file = dir_ / fmt::format("candidate-{}.yaml", ++runs_);
-    std::ofstream(file) << calibration_candidate_text(job_.base_text, params, stage, o_.topology);
-    std::map<long long, double> result;
-    for (const auto& run : bench_size_runs(sizes)) {
-      sweep::WorkerResult w = sweep::run_process(
-          "/proc/self/exe", "gradsync",
-          calibration_bench_args(file.string(), o_.algo, job_.ranks, run, o_.cfg),
-          std::chrono::hours(24));
-      const int rc = w.signal != 0 ? 128 + w.signal : w.exit_code;
-      if (rc != 0) {
-        const std::string err = candidate_error_text(std::move(w.err), file.string(),
-                                                     o_.topology, runs_);
-        // A candidate the topology loader rejects is bad input (every fitted value is kept
-        // within its key's range, so this is the original file's problem); anything else is
-        // ours.
-        if (rc == 2) throw ConfigError(mark("TOPOLOGY"), "simulating a candidate failed: " + err);
-        throw std::runtime_error(fmt::format("gradsync bench exited {}: {}", rc, err));
-      }
-      read_bench_times(w.out, result, algorithms_);
-    }
-    return result;
-  }
-
-  [[nodiscard]] int runs() const { return runs_; }
-  [[nodiscard]] const std::string& algorithm_at(long long bytes) const {
-    return algorithms_.at(bytes);
-  }
-
- private:
-  const CalibrateOptions& o_;
-  const CalibrationJob& job_;
-  fs::path dir_;
-  int runs_ = 0;
-  std::map<long long, std::string> algorithms_;
-};
 
 void run_calibrate(const CalibrateOptions& o) {
   const NcclTestsLog log =
@@ -126,7 +66,7 @@ void run_calibrate(const CalibrateOptions& o) {
   std::vector<double> sizes;
   for (const FitRow& r : rows) sizes.push_back(r.bytes);
 
-  Calibrator cal(o, report.job);
+  CalibrationRuns cal({.topology = o.topology, .algorithm = o.algo, .cfg = o.cfg}, report.job);
   report.fit = fit_calibration(
       rows, params,
       [&](const std::vector<FitParam>& candidate, int stage) {

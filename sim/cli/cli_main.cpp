@@ -14,9 +14,9 @@
 #include <string>
 
 #include "commands.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/memory_budget.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/memory_budget.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync::cli {
 

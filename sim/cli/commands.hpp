@@ -2,10 +2,9 @@
 // sets a callback; callbacks throw ConfigError for bad input (main maps it to exit code 2).
 #pragma once
 
-#include <filesystem>
 #include <string>
 
-#include "gradsync/engine.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 namespace CLI {
 class App;
@@ -31,12 +30,6 @@ void add_import_trace_command(CLI::App& app);
 int run_cli(int argc, char** argv);
 // Thrown by a command to exit with `code` (sweep/merge: 3, 4, 128+signal; calibrate: 3).
 struct ExitStatus { int code; };
-// The whole file at `path`; a file that cannot be read is bad input: ConfigError
-// "gradsync COMMAND OPTION: error: cannot open 'PATH'".
-[[nodiscard]] std::string read_input_file(const std::string& path, const std::string& command,
-                                          const std::string& option);
-// Writes `text` to `path` (EnvironmentError "PATH: error: cannot write file": exit 1).
-void write_output_file(const std::filesystem::path& path, const std::string& text);
 // One progress line for a terminal (Simulation::set_progress): "routing 4096 of 98304
 // connections" while the platform is built, else "37 % of 8190 flows, 3.2 ms simulated".
 [[nodiscard]] std::string progress_text(const RunProgress& progress);

@@ -1,6 +1,6 @@
 // `gradsync models [--json]`: the model presets a scenario can name (`model: {preset: NAME}`),
 // with their dimensions, their parameter count as gradsync lays them out and the source of
-// each (include/gradsync/model_presets.hpp).
+// each (include/gradsync/scenario/model_presets.hpp).
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "gradsync/model_presets.hpp"
+#include "gradsync/scenario/model_presets.hpp"
 
 namespace gradsync::cli {
 namespace {

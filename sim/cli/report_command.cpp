@@ -1,7 +1,7 @@
 // `gradsync report DIR [-o FILE]`: one self-contained HTML page (no network needed) about the
 // results of a sweep (DIR/points/ or DIR/results.jsonl, as `sweep` and `merge` write them).
 // The page, its charts' gnuplot programs and the points are the report library's
-// (gradsync/sweep_report.hpp); here: reading the folder, drawing the charts with gnuplot
+// (gradsync/report/sweep_report.hpp); here: reading the folder, drawing the charts with gnuplot
 // (gnuplot_charts.hpp; GRADSYNC_GNUPLOT overrides the program) and writing the page.
 //
 // Exit codes: 0 written (without gnuplot: the table only, with a warning); 2 bad input (DIR
@@ -18,11 +18,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "../sweep/durable_file.hpp"
 #include "../sweep/sweep_results.hpp"
 #include "commands.hpp"
-#include "gnuplot_charts.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/sweep_report.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/io/gnuplot_charts.hpp"
+#include "gradsync/report/sweep_report.hpp"
 
 namespace gradsync::cli {
 namespace {

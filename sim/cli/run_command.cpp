@@ -13,11 +13,12 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
-#include "gradsync/chrome_trace.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/run_report.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/scenario_runner.hpp"
+#include "gradsync/io/command_files.hpp"
+#include "gradsync/report/chrome_trace.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/report/run_report.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/scenario/scenario_runner.hpp"
 
 namespace gradsync::cli {
 namespace {

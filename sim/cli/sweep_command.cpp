@@ -3,7 +3,7 @@
 // `gradsync run BASE --set ... --json` process (one SimGrid simulation per process), at most N
 // at once, and stores each point's result atomically as it finishes (see
 // sim/sweep/sweep_results.hpp), so a killed sweep resumes with --resume and shards merge.
-// The running is the library's (include/gradsync/sweep_runner.hpp); this file parses the
+// The running is the library's (include/gradsync/sweep/sweep_runner.hpp); this file parses the
 // options, installs the stop handlers, shows progress (sweep_progress.hpp) and prints.
 //
 // Exit codes: 0 every point ran; 2 bad input (the sweep file, options, baseline, or a folder
@@ -25,8 +25,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "gradsync/sweep_runner.hpp"
-#include "gradsync/sweep_summary.hpp"
+#include "gradsync/sweep/sweep_runner.hpp"
+#include "gradsync/report/sweep_summary.hpp"
 #include "sweep_progress.hpp"
 
 namespace gradsync::cli {

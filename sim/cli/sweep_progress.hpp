@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "gradsync/sweep_runner.hpp"
+#include "gradsync/sweep/sweep_runner.hpp"
 
 namespace gradsync::cli {
 

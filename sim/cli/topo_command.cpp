@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 namespace gradsync::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "gradsync/collective.hpp"
+#include "gradsync/collective/collective.hpp"
 
 namespace gradsync {
 namespace {

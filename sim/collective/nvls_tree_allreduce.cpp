@@ -27,7 +27,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
+#include "gradsync/collective/collective.hpp"
 #include "ring_pass.hpp"
 
 namespace gradsync {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
+#include "gradsync/collective/collective.hpp"
 
 namespace gradsync {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/nccl_model.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
 
 namespace gradsync {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gradsync/collective.hpp"
+#include "gradsync/collective/collective.hpp"
 
 namespace gradsync {
 namespace {

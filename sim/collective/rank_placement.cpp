@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/rank_placement.hpp"
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/collective/rank_placement.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync {
 

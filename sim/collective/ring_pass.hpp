@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/memory_budget.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/units/memory_budget.hpp"
 
 namespace gradsync::detail {
 

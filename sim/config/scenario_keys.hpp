@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gradsync/scenario.hpp"
+#include "gradsync/scenario/scenario.hpp"
 
 namespace gradsync::config {
 

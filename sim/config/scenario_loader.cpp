@@ -18,12 +18,12 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config.hpp"
-#include "gradsync/parallel_layout.hpp"
-#include "gradsync/rank_placement.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/server_hosts.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/scenario/parallel_layout.hpp"
+#include "gradsync/collective/rank_placement.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/topology/server_hosts.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 #include "scenario_keys.hpp"
 #include "scenario_model.hpp"
 #include "scenario_sync.hpp"

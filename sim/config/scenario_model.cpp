@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/gpu_catalog.hpp"
-#include "gradsync/model_presets.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/gpu_catalog.hpp"
+#include "gradsync/scenario/model_presets.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 #include "scenario_keys.hpp"
 
 namespace gradsync::config {

@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "gradsync/scenario.hpp"
-#include "gradsync/topology.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/scenario/scenario.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/units/units.hpp"
 #include "yaml_reader.hpp"
 
 namespace gradsync::config {

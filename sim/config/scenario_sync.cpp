@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/parallel_layout.hpp"
-#include "gradsync/rank_placement.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/parallel_layout.hpp"
+#include "gradsync/collective/rank_placement.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 #include "scenario_keys.hpp"
 #include "scenario_model.hpp"
 #include "topology_readers.hpp"

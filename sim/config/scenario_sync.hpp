@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/scenario.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/scenario/scenario.hpp"
+#include "gradsync/topology/topology.hpp"
 #include "yaml_reader.hpp"
 
 namespace gradsync::config {

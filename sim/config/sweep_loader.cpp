@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/bounded_read.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/sweep.hpp"
+#include "gradsync/units/bounded_read.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/sweep/sweep.hpp"
 #include "yaml_reader.hpp"
 
 namespace gradsync {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/topology/topology.hpp"
 
 namespace gradsync::config {
 

@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 #include "name_ranges.hpp"
 #include "topology_keys.hpp"
 #include "topology_readers.hpp"

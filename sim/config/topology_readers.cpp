@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 #include "topology_keys.hpp"
 
 namespace gradsync::config {

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/topology.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/units/units.hpp"
 #include "yaml_reader.hpp"
 
 namespace gradsync::config {

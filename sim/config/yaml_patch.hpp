@@ -13,7 +13,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync::config {
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "duplicate_keys.hpp"
-#include "gradsync/bounded_read.hpp"
+#include "gradsync/units/bounded_read.hpp"
 
 namespace gradsync::config {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync::config {
 

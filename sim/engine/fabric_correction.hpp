@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gradsync/platform.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/platform/platform_builder.hpp"
+#include "gradsync/topology/topology.hpp"
 
 namespace simgrid::s4u {
 class LinkInRoute;

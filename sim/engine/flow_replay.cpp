@@ -1,4 +1,4 @@
-// Flow fidelity (engine.hpp): one flow per connection and phase, phases one after another,
+// Flow fidelity (simulation.hpp): one flow per connection and phase, phases one after another,
 // with the exact reductions of flow_symmetry.hpp.
 #include "simulation_impl.hpp"
 

@@ -30,7 +30,7 @@
 #include <functional>
 #include <vector>
 
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/topology.hpp"
 
 namespace gradsync::detail {
 

@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "fabric_correction.hpp"
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync::detail {
 namespace {

@@ -1,4 +1,4 @@
-// Plan replay on SimGrid (see engine.hpp): the SimGrid session, the platform and its latency
+// Plan replay on SimGrid (see simulation.hpp): the SimGrid session, the platform and its latency
 // model, one run of a plan (NCCL's cost, then step or flow replay), and the public API.
 // No actors: every transfer is a Comm started with Comm::sendto_init()/start() from
 // Activity::on_completion callbacks, and forgotten as soon as it completes, so memory follows
@@ -163,7 +163,7 @@ PlanTiming Simulation::Impl::run(const Plan& p, const std::vector<DeviceId>& ran
   std::uint32_t nccl_channels = 0;
   nccl_run_cost = nccl_setup(p, rank_devices, protocol, nccl_channels);
   // A protocol that streams through the plan's stages never waits for a whole chunk: under
-  // auto it is replayed as flows, with no pipeline fill (engine.hpp streams_through_stages).
+  // auto it is replayed as flows, with no pipeline fill (simulation.hpp streams_through_stages).
   streamed_run = streams_through_stages(p.algorithm, protocol);
   const Fidelity fidelity = requested == Fidelity::Auto && streamed_run
                                 ? Fidelity::Flow

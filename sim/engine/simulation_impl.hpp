@@ -1,4 +1,4 @@
-// Internal to the engine: the state of one Simulation (engine.hpp) and the parts of its replay,
+// Internal to the engine: the state of one Simulation (simulation.hpp) and the parts of its replay,
 // defined across sim/engine/: simulation.cpp (SimGrid session, platform, one run),
 // transfer_start.cpp (starting Comms, step fidelity, completions), fabric_corrections.cpp
 // (the fabric corrections of fabric_correction.hpp applied to flows started together) and
@@ -29,12 +29,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "gradsync/engine.hpp"
-#include "gradsync/fabric_model.hpp"
-#include "gradsync/nccl_model.hpp"
-#include "gradsync/nccl_tuner.hpp"
-#include "gradsync/platform.hpp"
-#include "gradsync/tcp_model.hpp"
+#include "gradsync/engine/simulation.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
+#include "gradsync/platform/platform_builder.hpp"
+#include "gradsync/fabric/tcp_model.hpp"
 #include "fabric_correction.hpp"
 #include "flow_symmetry.hpp"
 

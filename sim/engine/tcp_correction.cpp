@@ -16,7 +16,7 @@
 #include <unordered_map>
 
 #include "fabric_correction.hpp"
-#include "gradsync/tcp_model.hpp"
+#include "gradsync/fabric/tcp_model.hpp"
 
 namespace gradsync::detail {
 namespace {

@@ -5,9 +5,9 @@
 #include <unordered_map>
 #include <stdexcept>
 
-#include "gradsync/splitmix64.hpp"
-#include "gradsync/fabric_model.hpp"
-#include "gradsync/fabric_registry.hpp"
+#include "gradsync/units/splitmix64.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
+#include "gradsync/topology/fabric_registry.hpp"
 
 namespace gradsync {
 

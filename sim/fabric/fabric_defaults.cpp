@@ -2,7 +2,7 @@
 // topology gives no `efficiency:`. Each value is the busbw that published nccl-tests runs
 // reach divided by the bottleneck line rate; rows are ids in test/data/nccl-tests/published.csv.
 // The derivations, and the rows that disagree, are in sim/fabric/README.md.
-#include "gradsync/fabric_defaults.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
 
 namespace gradsync {
 

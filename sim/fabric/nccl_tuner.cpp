@@ -1,6 +1,6 @@
 // NCCL 2.30.7's graph search and tuner choice, restated (see nccl_tuner.hpp). NCCL's units:
 // GB/s and µs; the tables below are NCCL's, with the file each comes from.
-#include "gradsync/nccl_tuner.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +10,9 @@
 #include <span>
 #include <stdexcept>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/rank_placement.hpp"
-#include "gradsync/fabric_defaults.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/collective/rank_placement.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
 
 namespace gradsync {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <map>
 
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync {
 

@@ -1,5 +1,5 @@
 // The Ethernet (TCP) fabric model's formulas (tcp_model.hpp; sources in sim/fabric/README.md).
-#include "gradsync/tcp_model.hpp"
+#include "gradsync/fabric/tcp_model.hpp"
 
 #include <algorithm>
 #include <cmath>

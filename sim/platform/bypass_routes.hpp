@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "gradsync/platform.hpp"
+#include "gradsync/platform/platform_builder.hpp"
 
 namespace simgrid::s4u {
 class LinkInRoute;

@@ -1,4 +1,4 @@
-// Topology graph -> SimGrid platform (see platform.hpp for the model and why latency rides on
+// Topology graph -> SimGrid platform (see platform_builder.hpp for the model and why latency rides on
 // one egress link per host instead of the links themselves).
 //
 // SimGrid facts this relies on (3.32, verified against its sources and by measurement):
@@ -13,8 +13,8 @@
 // - FullZone keeps an n x n table of route pointers over its hosts (8 n^2 bytes: 128 MiB at
 //   4096 hosts, 2.1 GB at 16,384, page-faulted in by its zeroing). The platform is therefore an
 //   EmptyZone (no table) whose routes are all bypass routes: memory follows the routed pairs.
-#include "gradsync/splitmix64.hpp"
-#include "gradsync/platform.hpp"
+#include "gradsync/units/splitmix64.hpp"
+#include "gradsync/platform/platform_builder.hpp"
 
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -35,8 +35,8 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/memory_budget.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/memory_budget.hpp"
 #include "../engine/fabric_correction.hpp"
 #include "bypass_routes.hpp"
 
@@ -217,7 +217,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   std::sort(other_endpoints.begin(), other_endpoints.end());
   for (DeviceId d : other_endpoints) add_host(d);
 
-  // One SimGrid link per topology link; latency 0 (it rides on the route, see platform.hpp).
+  // One SimGrid link per topology link; latency 0 (it rides on the route, see platform_builder.hpp).
   p.links.reserve(topology.links().size());
   std::vector<const sg4::Link*> route_links;  // the split-duplex pair of each topology link
   route_links.reserve(topology.links().size());
@@ -438,7 +438,7 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
   p.zone->seal();
 
   // Scale each route's carrier latency (1 s, or its RTT weight) to its real latency
-  // (see platform.hpp).
+  // (see platform_builder.hpp).
   auto model = options.latency_model;
   // TCP slow start (tcp_model.hpp), on top of whatever the model charges: a fresh connection's
   // round trips (RTT = 2 x route latency) before its window covers the route's bottleneck.

@@ -1,5 +1,5 @@
 // What-if variants for `gradsync advise`, and reading their outcomes back (advise.hpp).
-#include "gradsync/advise.hpp"
+#include "gradsync/report/advise.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/fabric_registry.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/topology/fabric_registry.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 namespace gradsync {
 

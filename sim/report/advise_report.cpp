@@ -1,6 +1,6 @@
 // The outputs of `gradsync advise` (advise_report.hpp): the advisor's baseline read off a loaded
 // scenario, outcomes read back from `run --json`, and the advice as text and JSON.
-#include "gradsync/advise_report.hpp"
+#include "gradsync/report/advise_report.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/communication_rule.hpp"
-#include "gradsync/run_json.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/scenario/communication_rule.hpp"
+#include "gradsync/report/run_json.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 namespace {

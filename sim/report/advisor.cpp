@@ -1,5 +1,5 @@
-// The advisor (include/gradsync/advisor.hpp).
-#include "gradsync/advisor.hpp"
+// The advisor (include/gradsync/report/advisor.hpp).
+#include "gradsync/report/advisor.hpp"
 
 #include <algorithm>
 #include <string>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/communication_rule.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/scenario/communication_rule.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 

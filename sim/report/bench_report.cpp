@@ -1,6 +1,6 @@
 // The writers of `gradsync bench` (bench_report.hpp): nccl-tests' table and JSON rows, and the
 // measured-beside-simulated comparison with a real nccl-tests log.
-#include "gradsync/bench_report.hpp"
+#include "gradsync/report/bench_report.hpp"
 
 #include <fmt/format.h>
 

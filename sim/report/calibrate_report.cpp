@@ -1,7 +1,7 @@
 // The outputs of `gradsync calibrate` (calibrate_report.hpp): bench's times read back, the
 // calibrated file's header, the fit as text and as JSON, and the error line of a fit that
 // stays off.
-#include "gradsync/calibrate_report.hpp"
+#include "gradsync/report/calibrate_report.hpp"
 
 #include <cmath>
 #include <map>

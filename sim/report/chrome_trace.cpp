@@ -1,5 +1,5 @@
 // The Chrome trace of `gradsync run --trace` (chrome_trace.hpp).
-#include "gradsync/chrome_trace.hpp"
+#include "gradsync/report/chrome_trace.hpp"
 
 #include <algorithm>
 #include <cstdint>

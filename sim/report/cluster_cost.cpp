@@ -1,5 +1,5 @@
 // Capital cost of a cluster from its `cost:` prices (see topology_summary.hpp).
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 namespace gradsync {
 

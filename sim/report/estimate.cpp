@@ -1,6 +1,6 @@
 // `gradsync estimate`'s model and text report: the α-β closed forms (sim/collective/README.md)
-// evaluated on one request, no simulation. See include/gradsync/estimate.hpp for the conventions.
-#include "gradsync/estimate.hpp"
+// evaluated on one request, no simulation. See include/gradsync/report/estimate.hpp for the conventions.
+#include "gradsync/report/estimate.hpp"
 
 #include <array>
 #include <charconv>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
+#include "gradsync/collective/collective.hpp"
 
 namespace gradsync {
 

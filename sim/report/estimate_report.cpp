@@ -1,5 +1,5 @@
 // `gradsync estimate --json` (estimate_report.hpp): the estimate's numbers as one object.
-#include "gradsync/estimate_report.hpp"
+#include "gradsync/report/estimate_report.hpp"
 
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
 // The outputs of `gradsync run` (run_report.hpp): the `run --json` document and the text
 // report, both pure functions of a scenario's result.
-#include "gradsync/run_report.hpp"
+#include "gradsync/report/run_report.hpp"
 
 #include <map>
 #include <sstream>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/run_json.hpp"
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/report/run_json.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 namespace gradsync {
 namespace {

@@ -1,6 +1,6 @@
 // The HTML report of a sweep's results (sweep_report.hpp): the points, the gnuplot programs of
 // the charts, and the page with its sortable table.
-#include "gradsync/sweep_report.hpp"
+#include "gradsync/report/sweep_report.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/run_json.hpp"
+#include "gradsync/report/run_json.hpp"
 
 namespace gradsync {
 namespace {

@@ -1,5 +1,5 @@
 // What `gradsync sweep` prints when it ends (sweep_summary.hpp).
-#include "gradsync/sweep_summary.hpp"
+#include "gradsync/report/sweep_summary.hpp"
 
 #include <fmt/format.h>
 

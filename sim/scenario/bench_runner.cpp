@@ -1,15 +1,15 @@
 // The bench runner (bench_runner.hpp): places the ranks, chooses the candidate algorithms and
 // their devices (in-switch reducers, parameter servers), routes only the connections the runs
 // will use, then simulates each size and turns its time into nccl-tests' algbw and busbw.
-#include "gradsync/bench_runner.hpp"
+#include "gradsync/scenario/bench_runner.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/nccl_tuner.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
 
 namespace gradsync {
 

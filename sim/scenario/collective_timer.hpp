@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
-#include "gradsync/nccl_tuner.hpp"
-#include "gradsync/scenario_config.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/engine/simulation.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
+#include "gradsync/config/scenario_loader.hpp"
 
 namespace gradsync::detail {
 

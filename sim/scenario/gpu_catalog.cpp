@@ -1,5 +1,5 @@
 // GPU datasheet figures (gpu_catalog.hpp).
-#include "gradsync/gpu_catalog.hpp"
+#include "gradsync/scenario/gpu_catalog.hpp"
 
 #include <array>
 

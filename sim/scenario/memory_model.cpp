@@ -1,5 +1,5 @@
 // Memory per GPU (memory_model.hpp).
-#include "gradsync/memory_model.hpp"
+#include "gradsync/scenario/memory_model.hpp"
 
 #include <algorithm>
 #include <array>

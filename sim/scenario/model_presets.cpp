@@ -1,5 +1,5 @@
 // Published models as presets (model_presets.hpp).
-#include "gradsync/model_presets.hpp"
+#include "gradsync/scenario/model_presets.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 namespace gradsync {
 namespace {

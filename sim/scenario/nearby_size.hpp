@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <tuple>
 
-#include "gradsync/engine.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 namespace gradsync::detail {
 

@@ -1,5 +1,5 @@
 // Ranks, groups and pipeline stages of a parallel layout (parallel_layout.hpp).
-#include "gradsync/parallel_layout.hpp"
+#include "gradsync/scenario/parallel_layout.hpp"
 
 #include <algorithm>
 #include <stdexcept>

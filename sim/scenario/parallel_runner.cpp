@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/nccl_tuner.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
 #include "nearby_size.hpp"
 
 namespace gradsync::detail {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/engine.hpp"
-#include "gradsync/parallel_layout.hpp"
-#include "gradsync/parallel_step.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/scenario_runner.hpp"
+#include "gradsync/engine/simulation.hpp"
+#include "gradsync/scenario/parallel_layout.hpp"
+#include "gradsync/scenario/parallel_step.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/scenario/scenario_runner.hpp"
 
 namespace gradsync::detail {
 

@@ -1,6 +1,6 @@
 // One step of a sharded / tensor × pipeline layout (parallel_step.hpp): the stages' task
 // graph on their compute, comm and p2p streams, scheduled as a list schedule.
-#include "gradsync/parallel_step.hpp"
+#include "gradsync/scenario/parallel_step.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
-// Scenario values (include/gradsync/scenario.hpp): the spellings of its enumerations, bytes per
+// Scenario values (include/gradsync/scenario/scenario.hpp): the spellings of its enumerations, bytes per
 // gradient element, a model's parameter and gradient totals, and the data-parallel ranks.
-#include "gradsync/scenario.hpp"
+#include "gradsync/scenario/scenario.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/collective.hpp"
+#include "gradsync/collective/collective.hpp"
 
 namespace gradsync {
 

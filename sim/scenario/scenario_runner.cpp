@@ -1,5 +1,5 @@
 // Scenario runner (see scenario_runner.hpp).
-#include "gradsync/scenario_runner.hpp"
+#include "gradsync/scenario/scenario_runner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/memory_model.hpp"
-#include "gradsync/nccl_tuner.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/scenario/memory_model.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
 #include "collective_timer.hpp"
 #include "parallel_runner.hpp"
 

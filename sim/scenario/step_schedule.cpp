@@ -1,7 +1,7 @@
-// The step schedule (include/gradsync/step_schedule.hpp): model presets, DDP buckets, wire
+// The step schedule (include/gradsync/scenario/step_schedule.hpp): model presets, DDP buckets, wire
 // sizes after compression, the timeline of one optimizer step and its metrics. Pure functions
 // of their arguments; the runner feeds compose_step() the simulated collective times.
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 #include <algorithm>
 #include <array>

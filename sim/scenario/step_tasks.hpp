@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "gradsync/parallel_step.hpp"
+#include "gradsync/scenario/parallel_step.hpp"
 
 namespace gradsync::detail {
 

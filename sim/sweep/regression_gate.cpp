@@ -8,8 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/run_json.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/report/run_json.hpp"
+#include "csv_text.hpp"
+#include "durable_file.hpp"
 
 namespace gradsync::sweep {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradsync/sweep_summary.hpp"
+#include "gradsync/report/sweep_summary.hpp"
 #include "sweep_results.hpp"
 
 namespace gradsync::sweep {

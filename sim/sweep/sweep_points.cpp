@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/sweep.hpp"
+#include "gradsync/sweep/sweep.hpp"
 
 namespace gradsync {
 

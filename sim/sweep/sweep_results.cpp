@@ -1,60 +1,31 @@
-// Sweep results on disk: crash-safe per-point files, regenerated results.jsonl/csv, the
-// manifest, CSV reading for --baseline, and the regression comparison. See sweep_results.hpp.
+// Sweep results on disk: the point records (crash-safe per-point files, results.jsonl read
+// back), regenerated results.jsonl/csv and the manifest. See sweep_results.hpp; the durable
+// writes are durable_file.hpp's, the CSV text csv_text.hpp's.
 #include "sweep_results.hpp"
-#include "gradsync/run_json.hpp"
+#include "gradsync/report/run_json.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <system_error>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "gradsync/units.hpp"
+#include "csv_text.hpp"
+#include "durable_file.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync::sweep {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-[[noreturn]] void fail_io(const fs::path& path, const std::string& what) {
-  throw EnvironmentError(path.string(), fmt::format("cannot {}: {}", what, std::strerror(errno)));
-}
-
-void write_all(int fd, const std::string& text, const fs::path& path) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int saved = errno;
-      ::close(fd);
-      errno = saved;
-      fail_io(path, "write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: some filesystems do not open folders
-  (void)::fsync(fd);
-  ::close(fd);
-}
 
 // "p00042-1a2b3c4d": what sweep_point_id makes.
 bool is_point_id(const std::string& s) {
@@ -107,14 +78,6 @@ std::optional<PointRecord> parse_record(const std::string& text, std::string sou
 
 }  // namespace
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw EnvironmentError(path.string(), "cannot read file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 std::string scalar_text(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "";
@@ -134,66 +97,6 @@ Json make_record(const SweepPoint& point, bool ok, const std::string& error, int
               {"wall_s", std::round(wall_s * 1e4) / 1e4},
               {"metrics", std::move(metrics)}};
 }
-
-namespace {
-
-// A file replaced atomically: written to a temp file beside it, fsync'ed, renamed over it, and
-// the folder fsync'ed. Destroyed without commit(), it leaves the old file and removes the temp.
-class AtomicFile {
- public:
-  explicit AtomicFile(fs::path path)
-      : path_(std::move(path)),
-        temp_(path_.parent_path() /
-              fmt::format(".{}.tmp-{}", path_.filename().string(), static_cast<long>(::getpid()))) {
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail_io(temp_, "create file");
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      ::unlink(temp_.c_str());
-    }
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const std::string& text) {
-    buffer_ += text;
-    if (buffer_.size() >= (1u << 20)) flush();
-  }
-  void commit() {
-    flush();
-    if (::fsync(fd_) != 0) fail_io(temp_, "fsync");
-    ::close(fd_);
-    fd_ = -1;
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-      const int saved = errno;
-      ::unlink(temp_.c_str());
-      errno = saved;
-      fail_io(path_, "rename " + temp_.string() + " to");
-    }
-    fsync_dir(path_.parent_path());
-  }
-
- private:
-  void flush() {
-    std::size_t done = 0;
-    while (done < buffer_.size()) {
-      const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail_io(temp_, "write");
-      done += static_cast<std::size_t>(n);
-    }
-    buffer_.clear();
-  }
-
-  fs::path path_;
-  fs::path temp_;
-  int fd_ = -1;
-  std::string buffer_;
-};
-
-}  // namespace
 
 std::string PointRecord::origin() const {
   return line == 0 ? source : fmt::format("{}:{}", source, line);
@@ -215,19 +118,6 @@ Json PointRecord::load() const {
     throw ConfigError(SourceMark{source, line, 0},
                       fmt::format("the record of point {} changed while gradsync read it", id));
   return j;
-}
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  AtomicFile file(path);
-  file.write(text);
-  file.commit();
-}
-
-void append_line(const fs::path& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) fail_io(path, "open for appending");
-  write_all(fd, line + "\n", path);
-  ::close(fd);
 }
 
 fs::path points_dir(const fs::path& dir) { return dir / "points"; }
@@ -301,16 +191,6 @@ std::vector<PointRecord> read_results_dir(const fs::path& dir) {
     out.push_back(std::move(*record));
   }
   return out;
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 namespace {
@@ -445,64 +325,6 @@ std::optional<Manifest> read_manifest(const fs::path& dir) {
   if (j.contains("shard") && j["shard"].is_string())
     m.shard = parse_sweep_shard(j["shard"].get<std::string>());
   return m;
-}
-
-std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& file) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, in_quotes = false, any = false;
-  int line = 1, quote_line = 0, quote_col = 0, col = 0;
-  auto end_field = [&] {
-    row.push_back(std::move(field));
-    field.clear();
-    quoted = false;
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    ++col;
-    if (in_quotes) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-        ++col;
-      } else if (c == '"') {
-        in_quotes = false;
-      } else {
-        if (c == '\n') {
-          ++line;
-          col = 0;
-        }
-        field += c;
-      }
-      continue;
-    }
-    any = true;
-    if (c == '"' && field.empty() && !quoted) {
-      in_quotes = quoted = true;
-      quote_line = line;
-      quote_col = col;
-    } else if (c == ',') {
-      end_field();
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      end_field();
-      rows.push_back(std::move(row));
-      row.clear();
-      any = false;
-      ++line;
-      col = 0;
-    } else {
-      field += c;
-    }
-  }
-  if (in_quotes)
-    throw ConfigError(SourceMark{file, quote_line, quote_col}, "unterminated quoted field");
-  if (any || !row.empty()) {
-    end_field();
-    rows.push_back(std::move(row));
-  }
-  return rows;
 }
 
 }  // namespace gradsync::sweep

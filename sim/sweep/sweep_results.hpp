@@ -30,7 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/sweep.hpp"
+#include "gradsync/sweep/sweep.hpp"
 
 namespace gradsync::sweep {
 
@@ -58,11 +58,6 @@ struct PointRecord {
 
 [[nodiscard]] Json make_record(const SweepPoint& point, bool ok, const std::string& error,
                                int exit_code, double wall_s, Json metrics);
-
-// Durable, atomic replacement of `path` (temp file in its folder, fsync, rename, fsync folder).
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
-// Appends `line` + "\n" with one write() on an O_APPEND descriptor.
-void append_line(const std::filesystem::path& path, const std::string& line);
 
 [[nodiscard]] std::filesystem::path points_dir(const std::filesystem::path& dir);
 // Writes DIR/points/ID.json atomically and returns it as a stored record.
@@ -94,15 +89,7 @@ void write_manifest(const std::filesystem::path& dir, const Manifest& m);
 // nullopt when DIR/sweep.json does not exist; ConfigError when it is not a manifest.
 [[nodiscard]] std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
 
-// A file's whole text; EnvironmentError when it cannot be read.
-[[nodiscard]] std::string read_text(const std::filesystem::path& path);
 // A swept value as results.csv writes it: a string as is, null empty, others as JSON.
 [[nodiscard]] std::string scalar_text(const Json& v);
-
-// RFC 4180: fields with a comma, a quote or a line break are quoted, quotes doubled.
-[[nodiscard]] std::string csv_field(const std::string& text);
-// Rows of a CSV text; ConfigError at file:line:col for an unterminated quote.
-[[nodiscard]] std::vector<std::vector<std::string>> parse_csv(const std::string& text,
-                                                              const std::string& file);
 
 }  // namespace gradsync::sweep

@@ -1,7 +1,7 @@
 // Running a sweep: check, lock, resume, the worker loop, the summary (see
-// include/gradsync/sweep_runner.hpp). Workers are WorkerPool processes; records go through
+// include/gradsync/sweep/sweep_runner.hpp). Workers are WorkerPool processes; records go through
 // sweep_results.hpp (atomic point files, regenerated results files).
-#include "gradsync/sweep_runner.hpp"
+#include "gradsync/sweep/sweep_runner.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -23,7 +23,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "durable_file.hpp"
 #include "regression_gate.hpp"
 #include "sweep_results.hpp"
 #include "worker_pool.hpp"

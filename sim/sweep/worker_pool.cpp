@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/units.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/fabric_defaults.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
 
 namespace gradsync {
 

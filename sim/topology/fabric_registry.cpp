@@ -1,4 +1,4 @@
-#include "gradsync/fabric_registry.hpp"
+#include "gradsync/topology/fabric_registry.hpp"
 
 #include <array>
 #include <cstddef>

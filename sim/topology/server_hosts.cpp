@@ -1,5 +1,5 @@
-// Parameter-server hosts on the cluster's network (include/gradsync/server_hosts.hpp).
-#include "gradsync/server_hosts.hpp"
+// Parameter-server hosts on the cluster's network (include/gradsync/topology/server_hosts.hpp).
+#include "gradsync/topology/server_hosts.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/fabric_defaults.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
 
 namespace gradsync {
 

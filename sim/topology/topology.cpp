@@ -1,7 +1,7 @@
 // Topology: devices and links with stable ids, name spellings, and validation.
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/topology.hpp"
 
-#include "gradsync/fabric_registry.hpp"
+#include "gradsync/topology/fabric_registry.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 namespace gradsync {
 namespace {

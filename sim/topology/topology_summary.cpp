@@ -7,11 +7,11 @@
 //   - the diameter comes from breadth-first searches on a graph whose GPUs have no out-arcs, so
 //     hop counts equal Router::hops() (fewest hops first, GPUs never forward) without building
 //     n² routes; eccentricity bounds keep it to a few searches on real clusters.
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 #include <map>
 
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 #include <algorithm>
 #include <cmath>

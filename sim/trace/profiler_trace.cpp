@@ -1,7 +1,7 @@
 // Reading a PyTorch profiler trace with nlohmann::json's SAX interface: only the fields of
 // TraceEvent are kept (a DOM of a 1 GB trace would take ~10 GB), and an iterator that records
 // how far the parser has read gives every event its byte offset for positioned errors.
-#include "gradsync/profiler_trace.hpp"
+#include "gradsync/trace/profiler_trace.hpp"
 
 #include <zlib.h>
 

@@ -1,5 +1,5 @@
 // Writing an imported trace as a scenario (trace_scenario.hpp).
-#include "gradsync/trace_scenario.hpp"
+#include "gradsync/trace/trace_scenario.hpp"
 
 #include <cctype>
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync::detail {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gradsync/profiler_trace.hpp"
+#include "gradsync/trace/profiler_trace.hpp"
 
 namespace gradsync::detail {
 

@@ -1,5 +1,5 @@
 // DDP training steps out of a profiler trace (trace_workload.hpp has the event names read).
-#include "gradsync/trace_workload.hpp"
+#include "gradsync/trace/trace_workload.hpp"
 
 #include <algorithm>
 #include <cmath>

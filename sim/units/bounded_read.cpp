@@ -1,5 +1,5 @@
 // read_file_bounded (bounded_read.hpp).
-#include "gradsync/bounded_read.hpp"
+#include "gradsync/units/bounded_read.hpp"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync {
 

@@ -1,7 +1,7 @@
 // ConfigError: the one exception type for bad input. Its message follows
 // the compiler convention "file:line:col: error: reason" so editors and CI logs can jump to
 // the offending line.
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 #include <fmt/format.h>
 

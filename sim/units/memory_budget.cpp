@@ -1,6 +1,6 @@
-// The memory budget (include/gradsync/memory_budget.hpp): what the kernel, the cgroup, the
+// The memory budget (include/gradsync/units/memory_budget.hpp): what the kernel, the cgroup, the
 // address-space limit or GRADSYNC_MEMORY_LIMIT leave this process, and the up-front check.
-#include "gradsync/memory_budget.hpp"
+#include "gradsync/units/memory_budget.hpp"
 
 #include <sys/resource.h>
 
@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "gradsync/bounded_read.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/bounded_read.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 namespace {

@@ -1,11 +1,11 @@
-// Parsing and formatting of sizes, rates and times (see include/gradsync/units.hpp).
+// Parsing and formatting of sizes, rates and times (see include/gradsync/units/units.hpp).
 //
 // One parser serves all three families so that the grammar (number, optional spaces, unit)
 // and the error messages stay identical everywhere. Units are matched exactly and
 // case-sensitively: `b` vs `B` and `m` vs `M` change a value by 8x or 1e9x, so guessing would
 // turn a typo into a silently wrong simulation. When a unit is rejected, the message says
 // what was expected, and names the likely mistake (a rate where a size belongs, "mb").
-#include "gradsync/units.hpp"
+#include "gradsync/units/units.hpp"
 
 #include <fmt/format.h>
 

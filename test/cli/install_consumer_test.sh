@@ -10,7 +10,7 @@ cmake=$1 build=$2 src=$3 gradsync=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
-for f in lib/cmake/gradsync/gradsyncConfig.cmake include/gradsync/engine.hpp \
+for f in lib/cmake/gradsync/gradsyncConfig.cmake include/gradsync/engine/simulation.hpp \
          share/gradsync/topologies/dgx-h100.yaml share/gradsync/scenarios/default.yaml bin/gradsync; do
   [[ -e $tmp/prefix/$f ]] || { echo "FAIL: $f was not installed"; exit 1; }
 done

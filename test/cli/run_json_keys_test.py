@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every key of `gradsync run --json` that other commands read back (include/gradsync/run_json.hpp:
+"""Every key of `gradsync run --json` that other commands read back (include/gradsync/report/run_json.hpp:
 advise, sweep's regression gate, report) is in a real run's output, with the type its readers
 expect.
 
@@ -21,7 +21,7 @@ OBJECTS = {"kBottleneck", "kMemoryPerGpu"}
 
 def main():
     source = sys.argv[1]
-    with open(os.path.join(source, "include", "gradsync", "run_json.hpp"), encoding="utf-8") as f:
+    with open(os.path.join(source, "include", "gradsync", "report", "run_json.hpp"), encoding="utf-8") as f:
         keys = dict(re.findall(r'constexpr const char\* (k\w+) = "(\w+)";', f.read()))
     if len(keys) < 10:
         sys.exit(f"found only {len(keys)} keys in run_json.hpp")

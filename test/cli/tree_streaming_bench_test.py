@@ -8,7 +8,7 @@ line to its parent or children as soon as it has it. The full plan of a tree mov
 step fidelity every hop of the tree's height waits for the whole chunk (4 x DGX H100, 128 KiB:
 88 us, against 56 us measured on such a cluster, GH-nccltests309-H100-4x8-a-131072). Cutting
 the same plan into ever finer chunks (--pipeline) converges to the streaming answer, which is
-what `auto` replays: the tree's edges as flows with no pipeline fill (engine.hpp
+what `auto` replays: the tree's edges as flows with no pipeline fill (simulation.hpp
 streams_through_stages). For each shipped multi-server topology and each size whose NCCL
 protocol is LL, this asserts that
 
@@ -19,7 +19,7 @@ protocol is LL, this asserts that
     only adds);
 
 and, where NCCL's protocol is LL128 or Simple, that auto keeps the step plan (LL128 trees
-across servers measure like store-and-forward of their chunks: engine.hpp). A model that
+across servers measure like store-and-forward of their chunks: simulation.hpp). A model that
 charged LL trees store-and-forward, or streamed the others, fails.
 """
 import os

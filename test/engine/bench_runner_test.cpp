@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/bench_runner.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/scenario/bench_runner.hpp"
+#include "gradsync/units/config_error.hpp"
 #include "sim_check.hpp"
 
 using namespace gradsync;

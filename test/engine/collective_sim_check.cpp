@@ -15,9 +15,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/engine.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/engine/simulation.hpp"
+#include "gradsync/topology/topology.hpp"
 #include "sim_check.hpp"
 
 using namespace gradsync;

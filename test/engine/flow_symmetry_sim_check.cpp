@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/engine/simulation.hpp"
 #include "sim_check.hpp"
 
 using namespace gradsync;

@@ -28,10 +28,10 @@
 #include <utility>
 #include <vector>
 
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/platform.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/platform/platform_builder.hpp"
+#include "gradsync/topology/topology.hpp"
 
 namespace {
 
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
         double sg_latency = 0.0;
         from->route_to(to, sg_links, &sg_latency);
         // Adaptive routing replaces the hops where a flow spreads by aggregate links
-        // (platform.hpp): compare the hop count there (ecmp_paths_test checks the spread).
+        // (platform_builder.hpp): compare the hop count there (ecmp_paths_test checks the spread).
         const gradsync::PlatformRoute* pr = platform.find_route(src, dst);
         const bool spread = pr != nullptr && std::any_of(pr->link_shares.begin(), pr->link_shares.end(),
                                                          [](const auto& s) { return s.share < 1.0; });

@@ -15,9 +15,9 @@
 #include <cstdio>
 #include <string>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 using namespace gradsync;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config.hpp"
+#include "gradsync/config/topology_loader.hpp"
 
 namespace gradsync::sim_check {
 

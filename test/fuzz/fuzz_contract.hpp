@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace gradsync::fuzz {
 

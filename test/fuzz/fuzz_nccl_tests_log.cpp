@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_contract.hpp"
-#include "gradsync/calibrate.hpp"
+#include "gradsync/calibrate/calibrate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > gradsync::fuzz::kMaxInput) return 0;

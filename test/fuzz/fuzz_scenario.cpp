@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_contract.hpp"
-#include "gradsync/scenario_config.hpp"
+#include "gradsync/config/scenario_loader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > gradsync::fuzz::kMaxInput) return 0;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_contract.hpp"
-#include "gradsync/sweep.hpp"
+#include "gradsync/sweep/sweep.hpp"
 
 namespace {
 const std::filesystem::path kFolder = "/tmp/gradsync-fuzz-sweep";

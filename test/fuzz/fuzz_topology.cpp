@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fuzz_contract.hpp"
-#include "gradsync/config.hpp"
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 namespace {
 // Loading is bounded by the loader's own limits (262144 GPUs); the summary's max-flow and

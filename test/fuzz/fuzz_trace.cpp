@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "fuzz_contract.hpp"
-#include "gradsync/profiler_trace.hpp"
-#include "gradsync/trace_scenario.hpp"
-#include "gradsync/trace_workload.hpp"
+#include "gradsync/trace/profiler_trace.hpp"
+#include "gradsync/trace/trace_scenario.hpp"
+#include "gradsync/trace/trace_workload.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer harness: the unit parsers of include/gradsync/units.hpp on the same text.
+// libFuzzer harness: the unit parsers of include/gradsync/units/units.hpp on the same text.
 // Contract (units.hpp): a value is returned finite and >= 0, or UnitError is thrown; a parsed
 // size, rate or time formats to text (format_*) that parses back to the value within the 4
 // significant digits the formatter prints.
@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "fuzz_contract.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace {
 

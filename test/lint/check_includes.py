@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Layering of gradsync's own headers: a file includes only headers of its library or of the
-libraries below it, model < config, trace < engine < report < io < cli < python.
+libraries below it, model < config, trace < engine < report < io < cli < python, and public
+headers mirror the sources.
 
 Usage: python3 test/lint/check_includes.py PROJECT_DIR
 
 Each source's library is read from CMakeLists.txt's add_library lists; a public header
-include/gradsync/X.hpp belongs to the library of its source sim/*/X.cpp (one header, one
-source; NAMED_APART lists the few named otherwise), and a header with no source (types and
-inline code only) to the model.
+include/gradsync/M/X.hpp belongs to the library of its source sim/M/X.cpp (one header, one
+source), and a header with no source (types and inline code only) to the model. Public headers
+live in a module's folder (include/gradsync/M/ mirrors sim/M/): a header at the top of
+include/gradsync/, or one whose source is in another module's folder, is a violation.
 A header in sim/ (internal to a folder) belongs to the library of its source, else to the
 highest library among that folder's sources. So
 the model never includes a config or engine header, config never an engine header, and a
@@ -26,24 +28,14 @@ ALLOWED = {  # what each library may include besides itself and the model
     "gradsync_config": set(),
     "gradsync_trace": set(),
     "gradsync_engine": {"gradsync_config"},
-    "gradsync_report": {"gradsync_config", "gradsync_engine"},
-    "gradsync_io": {"gradsync_config", "gradsync_engine", "gradsync_report"},
+    "gradsync_report": {"gradsync_config", "gradsync_trace", "gradsync_engine"},
+    "gradsync_io": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report"},
     "gradsync_cli": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
                      "gradsync_io"},
     "gradsync_python": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
                         "gradsync_io", "gradsync_cli"},
     "gradsync": {"gradsync_config", "gradsync_trace", "gradsync_engine", "gradsync_report",
                  "gradsync_io", "gradsync_cli"},
-}
-
-
-# Public headers named apart from their sources (a rename to one header per source is due):
-# their library, from where what they declare is defined.
-NAMED_APART = {
-    "engine.hpp": "gradsync_engine",           # sim/engine/simulation.cpp
-    "platform.hpp": "gradsync_engine",         # sim/platform/platform_builder.cpp
-    "config.hpp": "gradsync_config",           # sim/config/topology_loader.cpp
-    "scenario_config.hpp": "gradsync_config",  # sim/config/scenario_loader.cpp
 }
 
 
@@ -77,7 +69,8 @@ def main():
         """The library of a header given by its path relative to root."""
         stem = os.path.splitext(os.path.basename(path))[0]
         if path.startswith("include/gradsync/"):
-            return NAMED_APART.get(os.path.basename(path)) or by_stem.get(stem, "gradsync_model")
+            module = os.path.dirname(path)[len("include/gradsync/"):]
+            return sources.get(f"sim/{module}/{stem}.cpp", "gradsync_model")
         return by_stem.get(stem) or by_folder.get(os.path.dirname(path), "gradsync_model")
 
     files = dict(sources)
@@ -88,6 +81,17 @@ def main():
                     rel = os.path.relpath(os.path.join(dirpath, n), root)
                     files[rel] = header_library(rel)
     violations = []
+    for rel in sorted(files):
+        if not rel.startswith("include/gradsync/"):
+            continue
+        module = os.path.dirname(rel)[len("include/gradsync/"):]
+        stem = os.path.splitext(os.path.basename(rel))[0]
+        if not module:
+            violations.append(f"{rel}: a public header belongs in include/gradsync/MODULE/")
+        elif f"sim/{module}/{stem}.cpp" not in sources and stem in by_stem:
+            elsewhere = [s for s in sources if os.path.basename(s) == stem + ".cpp"]
+            violations.append(f"{rel}: its source is {', '.join(sorted(elsewhere))}; "
+                              f"include/gradsync/ mirrors sim/")
     include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
     for rel, lib in sorted(files.items()):
         path = os.path.join(root, rel)

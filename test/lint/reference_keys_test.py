@@ -36,7 +36,7 @@ LOADERS = [
     "sim/config/sweep_loader.cpp",
 ]
 RUN_REPORT = "sim/report/run_report.cpp"
-RUN_JSON_KEYS = "include/gradsync/run_json.hpp"  # run_json::kX constants, read as their strings
+RUN_JSON_KEYS = "include/gradsync/report/run_json.hpp"  # run_json::kX constants, read as their strings
 REFERENCE = "docs/reference.md"
 
 # Readers whose label is a word for error messages rather than the dotted path of the keys.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Buckets PyTorch's DistributedDataParallel really builds, as test data for gradsync's bucket
-rule (include/gradsync/step_schedule.hpp, build_buckets).
+rule (include/gradsync/scenario/step_schedule.hpp, build_buckets).
 
 Trains a GPT-2-shaped model (token embedding; blocks of ln_1, attention QKV and output
 projection, ln_2, MLP up and down, all with biases; final norm; untied head without bias) —

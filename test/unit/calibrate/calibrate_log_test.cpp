@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "gradsync/calibrate.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/calibrate/calibrate.hpp"
+#include "gradsync/units/config_error.hpp"
 
 using namespace gradsync;
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/calibration_fit.hpp"
+#include "gradsync/calibrate/calibration_fit.hpp"
 
 using namespace gradsync;
 

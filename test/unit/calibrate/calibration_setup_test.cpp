@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/calibration_setup.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/calibrate/calibration_setup.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 

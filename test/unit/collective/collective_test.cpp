@@ -18,9 +18,9 @@
 #include <set>
 #include <vector>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/scenario.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/scenario/scenario.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 using namespace gradsync;
 

@@ -7,8 +7,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "gradsync/collective.hpp"
-#include "gradsync/engine.hpp"
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/engine/simulation.hpp"
 
 using namespace gradsync;
 

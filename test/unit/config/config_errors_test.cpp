@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "gradsync/sweep.hpp"
+#include "gradsync/sweep/sweep.hpp"
 
 namespace {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/config/topology_loader.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/topology/topology.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fabric_correction.hpp"
-#include "gradsync/tcp_model.hpp"
+#include "gradsync/fabric/tcp_model.hpp"
 
 using namespace gradsync;
 using detail::PortHop;

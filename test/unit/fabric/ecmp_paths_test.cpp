@@ -15,9 +15,9 @@
 #include <optional>
 #include <set>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/fabric_model.hpp"
-#include "gradsync/topology.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
+#include "gradsync/topology/topology.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

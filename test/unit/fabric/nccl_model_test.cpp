@@ -1,7 +1,8 @@
 // NCCL's cost model (nccl_model.hpp), pinned to NCCL 2.30.7: the constant tables, the Ring and
 // Tree latency formulas (src/tuning/ring.cc, tree.cc), the protocol bandwidths, and the protocol
 // choice. Expected values are computed here by hand from NCCL's tables (µs, GB/s), so a wrong
-// constant or formula in sim/fabric/nccl_latency.cpp changes a number and fails.
+// constant or formula in sim/fabric/nccl_tables.hpp, nccl_latency.cpp or nccl_cost.cpp changes a
+// number and fails.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -9,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gradsync/nccl_model.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/engine.hpp"
-#include "gradsync/nccl_model.hpp"
-#include "gradsync/nccl_tuner.hpp"
-#include "gradsync/topology.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/engine/simulation.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

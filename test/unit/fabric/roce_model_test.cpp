@@ -3,7 +3,7 @@
 // definitions in sim/fabric/README.md.
 #include <doctest/doctest.h>
 
-#include "gradsync/fabric_model.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 using namespace gradsync;
 

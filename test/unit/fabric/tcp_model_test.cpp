@@ -1,7 +1,7 @@
 // The Ethernet (TCP) model's formulas (tcp_model.hpp) against hand-derived values.
 #include <doctest/doctest.h>
 
-#include "gradsync/tcp_model.hpp"
+#include "gradsync/fabric/tcp_model.hpp"
 
 using namespace gradsync;
 

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "gradsync/advise_report.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/report/advise_report.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "gradsync/advise.hpp"
-#include "gradsync/advisor.hpp"
+#include "gradsync/report/advise.hpp"
+#include "gradsync/report/advisor.hpp"
 
 using namespace gradsync;
 

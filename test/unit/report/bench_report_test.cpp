@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/bench_report.hpp"
-#include "gradsync/bench_runner.hpp"
-#include "gradsync/estimate_report.hpp"
+#include "gradsync/report/bench_report.hpp"
+#include "gradsync/scenario/bench_runner.hpp"
+#include "gradsync/report/estimate_report.hpp"
 
 using namespace gradsync;
 

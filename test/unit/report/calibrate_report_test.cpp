@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/calibrate_report.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/report/calibrate_report.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 

@@ -1,8 +1,8 @@
 // Cluster capital cost from `cost:` prices.
 #include <doctest/doctest.h>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 using namespace gradsync;
 

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "gradsync/estimate.hpp"
-#include "gradsync/step_schedule.hpp"  // with estimate.hpp: one 30 % rule (communication_rule.hpp)
-#include "gradsync/units.hpp"
+#include "gradsync/report/estimate.hpp"
+#include "gradsync/scenario/step_schedule.hpp"  // with estimate.hpp: one 30 % rule (communication_rule.hpp)
+#include "gradsync/units/units.hpp"
 
 namespace {
 

@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/chrome_trace.hpp"
-#include "gradsync/run_json.hpp"
-#include "gradsync/run_report.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/scenario_runner.hpp"
-#include "gradsync/topology_summary.hpp"
+#include "gradsync/report/chrome_trace.hpp"
+#include "gradsync/report/run_json.hpp"
+#include "gradsync/report/run_report.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/scenario/scenario_runner.hpp"
+#include "gradsync/topology/topology_summary.hpp"
 
 using namespace gradsync;
 

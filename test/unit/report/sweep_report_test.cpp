@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/sweep_report.hpp"
+#include "gradsync/report/sweep_report.hpp"
 
 using namespace gradsync;
 using Json = nlohmann::ordered_json;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/sweep_summary.hpp"
+#include "gradsync/report/sweep_summary.hpp"
 
 using namespace gradsync;
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "gradsync/model_presets.hpp"
+#include "gradsync/scenario/model_presets.hpp"
 
 namespace {
 using namespace gradsync;

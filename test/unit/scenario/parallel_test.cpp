@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/memory_model.hpp"
-#include "gradsync/parallel_layout.hpp"
-#include "gradsync/parallel_step.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/memory_model.hpp"
+#include "gradsync/scenario/parallel_layout.hpp"
+#include "gradsync/scenario/parallel_step.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/scenario.hpp"
-#include "gradsync/step_schedule.hpp"
+#include "gradsync/scenario/scenario.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
 
 namespace {
 

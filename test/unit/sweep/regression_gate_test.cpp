@@ -13,7 +13,7 @@
 
 #include "regression_gate.hpp"
 #include "sweep_results.hpp"
-#include "gradsync/config_error.hpp"
+#include "gradsync/units/config_error.hpp"
 
 using namespace gradsync;
 using namespace gradsync::sweep;

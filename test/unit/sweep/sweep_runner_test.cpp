@@ -1,4 +1,4 @@
-// The sweep runner (include/gradsync/sweep_runner.hpp) without the CLI and without simulating:
+// The sweep runner (include/gradsync/sweep/sweep_runner.hpp) without the CLI and without simulating:
 // its workers are a shell script standing in for `gradsync run ... --json` that logs its
 // arguments, prints a JSON object, and fails for one swept value. What is checked: every point
 // runs once with its --set/--cfg arguments, a failed point is recorded with its error (exit 4),
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/sweep_runner.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/sweep/sweep_runner.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/config_error.hpp"
-#include "gradsync/fabric_defaults.hpp"
-#include "gradsync/topology.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

@@ -8,10 +8,10 @@
 #include <random>
 #include <string>
 
-#include "gradsync/cluster_spec.hpp"
-#include "gradsync/topology.hpp"
-#include "gradsync/topology_summary.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/topology/topology_summary.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

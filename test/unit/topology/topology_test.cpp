@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/fabric_model.hpp"
-#include "gradsync/fabric_registry.hpp"
-#include "gradsync/nccl_model.hpp"
-#include "gradsync/topology.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
+#include "gradsync/topology/fabric_registry.hpp"
+#include "gradsync/fabric/nccl_model.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/units/units.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;

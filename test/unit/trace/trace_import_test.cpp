@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/profiler_trace.hpp"
-#include "gradsync/scenario_config.hpp"
-#include "gradsync/step_schedule.hpp"
-#include "gradsync/trace_scenario.hpp"
-#include "gradsync/trace_workload.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/trace/profiler_trace.hpp"
+#include "gradsync/config/scenario_loader.hpp"
+#include "gradsync/scenario/step_schedule.hpp"
+#include "gradsync/trace/trace_scenario.hpp"
+#include "gradsync/trace/trace_workload.hpp"
 
 using namespace gradsync;
 

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <type_traits>
 
-#include "gradsync/config_error.hpp"
-#include "gradsync/memory_budget.hpp"
-#include "gradsync/units.hpp"
+#include "gradsync/units/config_error.hpp"
+#include "gradsync/units/memory_budget.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace {
 

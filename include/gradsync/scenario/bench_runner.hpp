@@ -1,0 +1,91 @@
+// The bench runner: a virtual nccl-tests. For each message size it plans one collective,
+// replays it on the topology's SimGrid platform and returns nccl-tests' numbers (time, algbw,
+// busbw with nccl-tests' factors) with the algorithm that ran. `gradsync bench` is its command
+// line (sim/cli/bench_command.cpp); bench_report.hpp writes its rows.
+//
+// Algorithm choice: one named algorithm, or auto. Auto under NCCL's software model runs what
+// NCCL's tuner picks for each size (nccl_tuner.hpp), as a real job does, and with `best` also
+// simulates every candidate and reports the fastest; under another software model auto keeps
+// the fastest simulated candidate. NVLS uses the ranks' NVSwitch (or each server's NVSwitch and
+// InfiniBand SHARP), NVLSTree each server's NVSwitch (in_switch_devices()); auto includes the
+// one that applies. One SimGrid simulation per process: call run_bench() at most once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradsync/collective/collective.hpp"
+#include "gradsync/engine/simulation.hpp"
+#include "gradsync/collective/rank_placement.hpp"
+#include "gradsync/topology/topology.hpp"
+
+namespace gradsync {
+
+struct BenchRequest {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  std::optional<Algorithm> algorithm = Algorithm::Ring;  // empty: auto
+  std::vector<double> sizes;  // message sizes in bytes, one row each (bench_sizes())
+  std::uint32_t gpus = 0;     // ranks; 0: every GPU of the topology
+  PlacementOptions placement;
+  Fidelity fidelity = Fidelity::Auto;
+  std::uint32_t channels = 0;  // 0: default_ring_channels()
+  std::uint32_t pipeline = 0;  // 0: automatic
+  std::uint32_t root = 0;      // broadcast / reduce
+  std::uint32_t ps_servers = 1;
+  ServerPlacement ps_placement = ServerPlacement::Colocated;
+  // Parameter servers on CPU hosts of their own (add_server_hosts() in server_hosts.hpp): their
+  // devices, after every GPU; they replace ps_servers and ps_placement (dedicated).
+  std::vector<DeviceId> ps_hosts;
+  bool best = false;  // auto under NCCL: also simulate every candidate and keep the fastest
+  std::vector<std::string> simgrid_args;  // e.g. "--cfg=contexts/factory:thread"
+  // Bad requests throw ConfigError at "<origin> --algo" or "<origin> --root" (the option that
+  // asked for them).
+  std::string origin = "gradsync bench";
+  // Called before each size is simulated (index from 0, of count); empty: never.
+  std::function<void(std::size_t index, std::size_t count, Bytes size)> on_size;
+  // Progress of collectives that run long (Simulation::set_progress); empty: none.
+  std::function<void(const RunProgress&)> progress;
+};
+
+struct BenchRow {
+  double bytes = 0;
+  double time_us = -1;
+  double algbw = 0;  // GB/s, GB = 1e9 B
+  double busbw = 0;  // GB/s, algbw times nccl-tests' factor (busbw_factor())
+  std::string algorithm;
+  std::string protocol;        // software: nccl only
+  std::uint32_t channels = 0;  // NCCL's channels for this size (software: nccl only)
+  std::string fidelity;
+  std::size_t flows = 0;  // SimGrid communications the replay started
+  // The fastest simulated candidate, whatever NCCL's tuner picks: set on every run except
+  // NCCL's auto without best, where only the tuner's choice is simulated.
+  std::string best_algorithm;
+  double best_time_us = -1;
+  double best_busbw = 0;
+
+  // "ring/LL" under NCCL's model, else "ring".
+  [[nodiscard]] std::string label() const;
+};
+
+struct BenchResult {
+  std::string topology_name;
+  SoftwareModel software = SoftwareModel::Nccl;
+  std::uint32_t ranks = 0;
+  std::uint32_t ranks_per_node = 1;
+  std::uint32_t channels = 0;  // the ring channels every plan was made with
+  std::vector<BenchRow> rows;  // one per requested size, in order
+};
+
+// The sizes of an nccl-tests sweep: min, min·factor, ... up to max (each rounded to a byte).
+[[nodiscard]] std::vector<double> bench_sizes(Bytes min, Bytes max, double factor);
+
+// Simulates `request` on `topology`. Throws ConfigError for a request the topology cannot run
+// (too many ranks, NVLS without an NVSwitch, a root out of range, a plan the algorithm cannot
+// make).
+[[nodiscard]] BenchResult run_bench(const Topology& topology, const BenchRequest& request);
+
+}  // namespace gradsync
