@@ -22,6 +22,7 @@
 #include "gradsync/scenario/bench_setup.hpp"
 #include "gradsync/calibrate/calibrate.hpp"
 #include "gradsync/collective/collective.hpp"
+#include "gradsync/collective/rank_placement.hpp"
 #include "gradsync/config/topology_loader.hpp"
 #include "gradsync/config/scenario_loader.hpp"
 
@@ -84,9 +85,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--set", opts->sets,
                   "override a topology key before it is read, as a scenario's topology_overrides "
                   "(--set nodes=8, --set node.nic_bandwidth=400Gbps, --set network.fabric=roce)");
-  cmd->add_option("--op", opts->args.op,
-                  "allreduce | reducescatter | allgather | broadcast | reduce")
-      ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather", "broadcast", "reduce"}));
+  cmd->add_option("--op", opts->args.op, fmt::format("{}", fmt::join(collective_op_names(), " | ")))
+      ->check(CLI::IsMember(collective_op_names()));
   CLI::Option* algo = cmd->add_option("--algo", opts->args.algo,
                   fmt::format("{} (nvls: NVLink SHARP in one NVSwitch domain, or in each "
                               "server with InfiniBand SHARP between them (network.sharp); "
@@ -106,10 +106,12 @@ void add_bench_command(CLI::App& app) {
                   "and per size band");
   cmd->add_option("--gpus,-g", opts->args.gpus, "ranks (default: every GPU of the topology)")
       ->check(CLI::Range(1u, 262144u));
-  cmd->add_option("--fidelity", opts->args.fidelity, "auto | step | flow")
-      ->check(CLI::IsMember({"auto", "step", "flow"}));
-  cmd->add_option("--placement", opts->args.placement, "in-order | strided | random")
-      ->check(CLI::IsMember({"in-order", "strided", "random"}));
+  cmd->add_option("--fidelity", opts->args.fidelity,
+                  fmt::format("{}", fmt::join(fidelity_names(), " | ")))
+      ->check(CLI::IsMember(fidelity_names()));
+  cmd->add_option("--placement", opts->args.placement,
+                  fmt::format("{}", fmt::join(placement_kind_names(), " | ")))
+      ->check(CLI::IsMember(placement_kind_names()));
   cmd->add_option("--seed", opts->args.seed, "seed for --placement random");
   cmd->add_option("--channels", opts->args.channels,
                   "ring channels (default: NICs per server across servers, else 1)")

@@ -9,7 +9,6 @@
 // A fit that stays far off exits 3 and writes nothing, unless --force.
 
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -45,8 +44,6 @@ struct CalibrateOptions {
 
 constexpr int kExitFitOff = 3;  // the fit stays off (nothing written unless --force)
 
-SourceMark mark(const std::string& what) { return SourceMark{"gradsync calibrate " + what, 0, 0}; }
-
 void run_calibrate(const CalibrateOptions& o) {
   const NcclTestsLog log =
       parse_nccl_tests_log(read_input_file(o.log, "calibrate", "--nccl-tests"), o.log);
@@ -77,9 +74,7 @@ void run_calibrate(const CalibrateOptions& o) {
   if (report.written) {
     const std::string out = calibrated_topology_file(report, report.job.base_text);
     (void)load_topology_text(out, o.output);  // the written file must load (bench reads it)
-    std::ofstream file(o.output);
-    if (!file) throw ConfigError(mark("-o"), fmt::format("cannot write '{}'", o.output));
-    file << out;
+    write_output_file(o.output, out);  // EnvironmentError (exit 1) when it cannot
   }
   // The algorithm each size runs with the fitted values (the fit's last simulation may have
   // been a probe or a rejected step: simulate the result once more).

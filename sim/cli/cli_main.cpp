@@ -24,7 +24,7 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"gradsync: how long a training step takes on a cluster, and why"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gradsync 0.1.0");
-  // GRADSYNC_MEMORY_LOG=1: every memory estimate on stderr (test/memory_bench.py reads them).
+  // GRADSYNC_MEMORY_LOG=1: every memory estimate on stderr (test/bench/memory_bench.py reads them).
   if (std::getenv("GRADSYNC_MEMORY_LOG") != nullptr)
     gradsync::set_memory_log(
         [](const std::string& line) { std::cerr << "gradsync: memory: " << line << '\n'; });

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "gradsync/scenario/scenario.hpp"
 #include "gradsync/io/command_files.hpp"
 #include "gradsync/scenario/model_presets.hpp"
 #include "gradsync/trace/profiler_trace.hpp"
@@ -108,7 +109,7 @@ void add_import_trace_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--grad-dtype", o->grad_dtype,
                   "gradient dtype when the trace does not say (default fp32)")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8"}));
+      ->check(CLI::IsMember(grad_dtype_names()));
   cmd->add_option("--samples", o->samples, "samples per micro-batch of the traced run")
       ->check(CLI::Range(1, 1 << 24));
   cmd->callback([o] { run_import(*o); });

@@ -11,10 +11,13 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "gradsync/io/command_files.hpp"
 #include "gradsync/report/chrome_trace.hpp"
+#include "gradsync/collective/rank_placement.hpp"
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/report/run_report.hpp"
 #include "gradsync/config/scenario_loader.hpp"
@@ -37,9 +40,7 @@ void run(const RunCliOptions& o) {
   const LoadedScenario loaded = load_scenario_file(o.file, o.sets);
   RunOptions options;
   for (const auto& c : o.cfg) options.simgrid_args.push_back("--cfg=" + c);
-  options.fidelity = o.fidelity == "step" ? Fidelity::Step
-                     : o.fidelity == "flow" ? Fidelity::Flow
-                                            : Fidelity::Auto;
+  options.fidelity = fidelity_from_string(o.fidelity).value_or(Fidelity::Auto);
   // Progress on a terminal for collectives that simulate for over 2 s (stderr; silent with
   // --json or when stderr is not a terminal).
   const bool progress = isatty(STDERR_FILENO) != 0 && !o.json;
@@ -80,8 +81,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->add_option("--trace", opts->trace, "write a Chrome/Perfetto trace to this file");
   cmd->add_option("-o,--output", opts->out_dir, "write result.json and trace.json to this folder");
-  cmd->add_option("--fidelity", opts->fidelity, "auto | step | flow")
-      ->check(CLI::IsMember({"auto", "step", "flow"}));
+  cmd->add_option("--fidelity", opts->fidelity, fmt::format("{}", fmt::join(fidelity_names(), " | ")))
+      ->check(CLI::IsMember(fidelity_names()));
   cmd->add_option("--cfg", opts->cfg, "SimGrid option, e.g. contexts/factory:thread");
   cmd->callback([opts] { run(*opts); });
 }

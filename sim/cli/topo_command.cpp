@@ -1,9 +1,6 @@
 // `gradsync topo TOPOLOGY [--dot OUT] [--json]`: load a topology file, print its summary
 // (counts, per-GPU bandwidths, bisection, oversubscription, diameter) as text or as one JSON
 // object, and optionally write it as GraphViz dot (OUT, or stdout for `-`).
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "gradsync/io/command_files.hpp"
 #include "gradsync/config/topology_loader.hpp"
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/topology/topology_summary.hpp"
@@ -62,12 +60,7 @@ void write_dot(const std::string& out_path, const std::string& dot) {
     std::cout << dot;
     return;
   }
-  std::ofstream out(out_path);
-  if (out) out << dot;
-  if (!out || !out.flush()) {
-    throw ConfigError(SourceMark{out_path},
-                      std::string("cannot write the dot file: ") + std::strerror(errno));
-  }
+  write_output_file(out_path, dot);  // EnvironmentError (exit 1) when it cannot
 }
 
 void run_topo(const TopoOptions& options) {

@@ -1,12 +1,15 @@
 // Rank placement: which GPU plays each rank of a collective.
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,14 +19,48 @@
 
 namespace gradsync {
 
-std::string_view to_string(Fidelity fidelity) {
-  switch (fidelity) {
-    case Fidelity::Auto: return "auto";
-    case Fidelity::Step: return "step";
-    case Fidelity::Flow: return "flow";
-  }
+namespace {
+
+// The spellings of bench's and run's --fidelity and bench's --placement, in the enums' order.
+constexpr std::array<std::pair<Fidelity, std::string_view>, 3> kFidelities{{
+    {Fidelity::Auto, "auto"}, {Fidelity::Step, "step"}, {Fidelity::Flow, "flow"}}};
+constexpr std::array<std::pair<PlacementKind, std::string_view>, 3> kPlacementKinds{{
+    {PlacementKind::InOrder, "in-order"},
+    {PlacementKind::Strided, "strided"},
+    {PlacementKind::Random, "random"}}};
+
+template <typename Enum, std::size_t N>
+std::string_view name_in(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum v) {
+  for (const auto& [value, name] : table)
+    if (value == v) return name;
   return "?";
 }
+template <typename Enum, std::size_t N>
+std::optional<Enum> value_in(const std::array<std::pair<Enum, std::string_view>, N>& table,
+                             std::string_view text) {
+  for (const auto& [value, name] : table)
+    if (name == text) return value;
+  return std::nullopt;
+}
+template <typename Enum, std::size_t N>
+std::vector<std::string> names_in(const std::array<std::pair<Enum, std::string_view>, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : table) out.emplace_back(name);
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(Fidelity fidelity) { return name_in(kFidelities, fidelity); }
+std::optional<Fidelity> fidelity_from_string(std::string_view text) {
+  return value_in(kFidelities, text);
+}
+std::vector<std::string> fidelity_names() { return names_in(kFidelities); }
+std::string_view to_string(PlacementKind kind) { return name_in(kPlacementKinds, kind); }
+std::optional<PlacementKind> placement_kind_from_string(std::string_view text) {
+  return value_in(kPlacementKinds, text);
+}
+std::vector<std::string> placement_kind_names() { return names_in(kPlacementKinds); }
 
 Fidelity resolve_fidelity(Fidelity requested, const Plan& plan) {
   if (plan.flows_only && requested == Fidelity::Step)

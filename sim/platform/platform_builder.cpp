@@ -140,7 +140,7 @@ void configure_neutral_network(sg4::Engine& /*engine*/) {
     if (!simgrid::config::is_default(pin.key) && !pinned_value_holds(pin))
       throw ConfigError(SourceMark{fmt::format("--cfg={}", pin.key), 0, 0},
                         fmt::format("gradsync runs SimGrid with {}:{} (the neutral network "
-                                    "model, include/gradsync/platform.hpp); remove this option",
+                                    "model, include/gradsync/platform/platform_builder.hpp); remove this option",
                                     pin.key, pin.value));
   }
   for (const char* key : {"network/latency-factor", "network/bandwidth-factor"}) {

@@ -79,13 +79,9 @@ BenchRequest bench_request(const BenchArguments& o, Topology& topology) {
   if (o.algo != "auto") request.algorithm = algorithm_from_string(o.algo);
   else request.algorithm.reset();
   request.gpus = o.gpus;
-  request.placement.kind = o.placement == "strided" ? PlacementKind::Strided
-                           : o.placement == "random" ? PlacementKind::Random
-                                                     : PlacementKind::InOrder;
+  request.placement.kind = placement_kind_from_string(o.placement).value_or(PlacementKind::InOrder);
   request.placement.seed = o.seed;
-  request.fidelity = o.fidelity == "step" ? Fidelity::Step
-                     : o.fidelity == "flow" ? Fidelity::Flow
-                                            : Fidelity::Auto;
+  request.fidelity = fidelity_from_string(o.fidelity).value_or(Fidelity::Auto);
   request.channels = o.channels;
   request.pipeline = o.pipeline;
   request.root = o.root;

@@ -107,8 +107,8 @@ std::string PointRecord::read() const {
   std::string text(length, '\0');
   in.seekg(static_cast<std::streamoff>(offset));
   if (!in || !in.read(text.data(), static_cast<std::streamsize>(length)))
-    throw ConfigError(SourceMark{source, line, 0},
-                      fmt::format("cannot read the record of point {} again", id));
+    throw EnvironmentError(origin(), fmt::format("cannot read the record of point {} again "
+                                                 "(the file changed or went away)", id));
   return text;
 }
 

@@ -196,6 +196,24 @@ if run "a malformed GRADSYNC_MEMORY_LIMIT" bench "$fat_tree" --set nodes=64 --al
 fi
 unset GRADSYNC_MEMORY_LIMIT
 
+# An output that cannot be written is the machine, not the input: exit 1, one line "PATH: error:".
+# check_unwritable NAME PATH
+check_unwritable() {
+  local name=$1 path=$2
+  if [[ $rc -ne 1 ]]; then
+    fail "$name" "exit code $rc, expected 1 (stderr: ${err:0:300})"
+  elif ! one_line_on_stderr; then
+    fail "$name" "stderr is not exactly one line: ${err:0:300}"
+  elif [[ $err != "$path: error: cannot write file"* ]]; then
+    fail "$name" "unexpected message: ${err:0:300}"
+  else
+    pass "$name"
+  fi
+}
+if run "topo --dot into a missing folder" topo "$topology" --dot "$work/missing/t.dot"; then
+  check_unwritable "topo --dot into a missing folder" "$work/missing/t.dot"
+fi
+
 # Parameter-server hosts (--ps-hosts) need a switch to be cabled to, and --algo ps.
 if run "--ps-hosts on one server" bench "$topology" --algo ps --ps-hosts 2 -b 1MiB -e 1MiB; then
   check_error "--ps-hosts on one server" "gradsync bench --ps-hosts: error: " "has no NIC on one"

@@ -1,7 +1,7 @@
 // Measured vs simulated nccl-tests rows (`gradsync bench --compare LOG`, `gradsync calibrate`):
 // per-row errors and a summary per message-size band. Model layer: pure C++.
 //
-// The bands are the ones V2 (test/v2/compare_nccl_tests.py) checks, chosen by
+// The bands are the ones V2 (test/validation/nccl_tests/compare_nccl_tests.py) checks, chosen by
 // what moves there in training: latency (≤ 64 KiB: launch and per-step overheads; compared by
 // time), A (64 KiB – 1 MiB: small buckets, LL/LL128), B (1 – 64 MiB: DDP's 1 MiB and 25 MiB
 // buckets, FSDP shards), C (≥ 64 MiB: the bandwidth plateau). A 64 KiB row is in the latency

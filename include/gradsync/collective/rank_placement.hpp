@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -21,6 +22,9 @@ namespace gradsync {
 // Fidelity of a replay (simulation.hpp says what each one simulates).
 enum class Fidelity { Auto, Step, Flow };
 [[nodiscard]] std::string_view to_string(Fidelity fidelity);
+[[nodiscard]] std::optional<Fidelity> fidelity_from_string(std::string_view text);
+[[nodiscard]] std::vector<std::string> fidelity_names();  // "auto", "step", "flow"
+
 
 inline constexpr std::size_t kAutoStepTransfers = 300'000;
 inline constexpr double kAutoStepWork = 4e6;
@@ -46,6 +50,9 @@ inline constexpr double kAutoStepWork = 4e6;
 
 // Which GPU plays each rank (contention studies depend on it).
 enum class PlacementKind { InOrder, Strided, Random };
+[[nodiscard]] std::string_view to_string(PlacementKind kind);  // "in-order", "strided", "random"
+[[nodiscard]] std::optional<PlacementKind> placement_kind_from_string(std::string_view text);
+[[nodiscard]] std::vector<std::string> placement_kind_names();
 struct PlacementOptions {
   PlacementKind kind = PlacementKind::InOrder;
   std::uint32_t stride = 0;  // strided: rank r → GPU (r·stride) mod n, walking cosets; 0 = GPUs per node

@@ -3,7 +3,7 @@
 // of dying in the kernel's OOM killer (a cgroup or a full machine sends SIGKILL: no message)
 // or in std::bad_alloc halfway through.
 //
-// The costs are measured, not derived (MemoryCost below); test/memory_bench.py prints each
+// The costs are measured, not derived (MemoryCost below); test/bench/memory_bench.py prints each
 // estimate beside the measured peak RSS.
 #pragma once
 
@@ -17,7 +17,7 @@
 namespace gradsync {
 
 // Bytes per unit of simulation state (Release build, SimGrid 3.32, x86-64), fitted to peak RSS
-// of `bench` on fat-tree DGX H100 clusters (test/memory_bench.py: the estimates are 0.7-1.3x
+// of `bench` on fat-tree DGX H100 clusters (test/bench/memory_bench.py: the estimates are 0.7-1.3x
 // the measured growth from 16 to 2,048 servers, ring and tree, step and flow fidelity).
 struct MemoryCost {
   // One topology device or link as a SimGrid host or link, with its LMM constraint, name and
@@ -53,7 +53,7 @@ struct MemoryBudget {
 // Throws EnvironmentError "gradsync: error: <what> needs about X GB of memory, more than the
 // Y GB left to gradsync (<source>): <advice>" when `bytes` exceeds the budget. Estimates under
 // 64 MB are not checked unless GRADSYNC_MEMORY_LIMIT is set. Every estimate goes to the log
-// sink when one is set (the CLI sets one for GRADSYNC_MEMORY_LOG=1: test/memory_bench.py).
+// sink when one is set (the CLI sets one for GRADSYNC_MEMORY_LOG=1: test/bench/memory_bench.py).
 void require_memory(double bytes, std::string_view what, std::string_view advice);
 // Where require_memory() reports each estimate ("<what> needs about X MB"); none by default
 // (the library never prints).
