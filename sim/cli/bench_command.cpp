@@ -122,8 +122,9 @@ void add_bench_command(CLI::App& app) {
       cmd->add_option("--ps-servers", opts->args.ps_servers, "parameter servers (default 1)")
           ->check(CLI::Range(1u, 256u));
   CLI::Option* ps_placement =
-      cmd->add_option("--ps-placement", opts->args.ps_placement, "colocated | dedicated")
-          ->check(CLI::IsMember({"colocated", "dedicated"}));
+      cmd->add_option("--ps-placement", opts->args.ps_placement,
+                      fmt::format("{}", fmt::join(server_placement_names(), " | ")))
+          ->check(CLI::IsMember(server_placement_names()));
   cmd->add_option("--ps-hosts", opts->args.ps_hosts,
                   "parameter servers on K CPU hosts of their own, each with one NIC cabled "
                   "beside the GPU servers' NICs (every GPU trains; --algo ps)")

@@ -24,6 +24,11 @@ constexpr std::array<std::pair<CollectiveOp, std::string_view>, 5> kCollectiveOp
     {CollectiveOp::Reduce, "reduce"},
 }};
 
+constexpr std::array<std::pair<ServerPlacement, std::string_view>, 2> kServerPlacements{{
+    {ServerPlacement::Dedicated, "dedicated"},
+    {ServerPlacement::Colocated, "colocated"},
+}};
+
 // The registry, in Algorithm's order.
 constexpr std::array<AlgorithmInfo, 6> kAlgorithms{{
     {Algorithm::Ring, "ring", true, false, AutoUse::Always},
@@ -51,6 +56,24 @@ std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
   for (const auto& [value, name] : kCollectiveOps)
     if (name == text) return value;
   return std::nullopt;
+}
+
+std::string_view to_string(ServerPlacement placement) {
+  for (const auto& [value, name] : kServerPlacements)
+    if (value == placement) return name;
+  return "?";
+}
+
+std::optional<ServerPlacement> server_placement_from_string(std::string_view text) {
+  for (const auto& [value, name] : kServerPlacements)
+    if (name == text) return value;
+  return std::nullopt;
+}
+
+std::vector<std::string> server_placement_names() {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : kServerPlacements) out.emplace_back(name);
+  return out;
 }
 
 std::vector<std::string> collective_op_names() {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradsync/collective/collective.hpp"
 #include "gradsync/scenario/scenario.hpp"
 
 namespace gradsync::config {
@@ -62,7 +63,7 @@ inline const std::vector<std::string> kCompressionKeys{"method", "ratio", "error
 inline const std::vector<std::string> kDtypes = grad_dtype_names();
 inline const std::vector<std::string> kStrategies = sync_strategy_names();
 inline const std::vector<std::string> kAlgorithms = sync_algorithm_names();
-inline const std::vector<std::string> kPlacements{"dedicated", "colocated"};
+inline const std::vector<std::string> kPlacements = server_placement_names();
 inline const std::vector<std::string> kOverlaps = overlap_names();
 inline const std::vector<std::string> kMethods = compression_method_names();
 

@@ -87,7 +87,7 @@ BenchRequest bench_request(const BenchArguments& o, Topology& topology) {
   request.root = o.root;
   request.ps_servers = o.ps_servers;
   request.ps_placement =
-      o.ps_placement == "dedicated" ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
+      server_placement_from_string(o.ps_placement).value_or(ServerPlacement::Colocated);
   request.best = o.best;
   for (const auto& c : o.cfg) request.simgrid_args.push_back("--cfg=" + c);
   return request;

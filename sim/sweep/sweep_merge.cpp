@@ -77,7 +77,8 @@ MergeSummary merge_sweep_results(const std::vector<std::string>& inputs,
   if (manifest) {
     keys = manifest->keys;
   } else if (!records.empty()) {
-    for (const auto& [k, v] : records.front().load()["sets"].items()) keys.push_back(k);
+    const auto first = records.front().load();  // kept alive: the loop walks into it
+    for (const auto& [k, v] : first["sets"].items()) keys.push_back(k);
   }
 
   fs::create_directories(out_dir, ec);

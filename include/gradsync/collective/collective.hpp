@@ -316,6 +316,10 @@ enum class ServerPlacement : std::uint8_t {
   Dedicated,  // servers are extra ranks workers..workers+k-1 that hold no gradients
   Colocated,  // server j is worker floor(j·workers/k) (spread over nodes); k ≤ workers
 };
+// "dedicated", "colocated": bench's --ps-placement and a scenario's sync.ps.placement.
+[[nodiscard]] std::string_view to_string(ServerPlacement placement);
+[[nodiscard]] std::optional<ServerPlacement> server_placement_from_string(std::string_view text);
+[[nodiscard]] std::vector<std::string> server_placement_names();
 struct ParameterServerOptions {
   std::uint32_t servers = 1;  // k, 1..256
   ServerPlacement placement = ServerPlacement::Dedicated;
