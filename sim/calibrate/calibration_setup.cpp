@@ -80,6 +80,7 @@ CalibrationJob calibration_job(const ClusterSpec& spec, const NcclTestsLog& log,
   }
   const int gpus = job.nodes * spec.node.gpus;
   job.ranks = log.ranks > 0 ? log.ranks : gpus;
+  job.gpus_per_thread = std::max(log.gpus_per_thread, 1);
   if (job.ranks > gpus)
     throw ConfigError(SourceMark{log_path, 1, 1},
                       fmt::format("the log has {} ranks, the topology {} only {} GPUs on {} "
@@ -230,7 +231,8 @@ std::vector<std::vector<double>> bench_size_runs(const std::vector<double>& size
 std::vector<std::string> calibration_bench_args(const std::string& candidate_file,
                                                 const std::string& algorithm, int ranks,
                                                 const std::vector<double>& run,
-                                                const std::vector<std::string>& cfg) {
+                                                const std::vector<std::string>& cfg,
+                                                int gpus_per_thread) {
   std::vector<std::string> args{"bench", candidate_file, "--json", "--algo", algorithm,
                                 "--gpus", std::to_string(ranks),
                                 "--min", fmt::format("{:.0f}B", run.front()),
@@ -238,6 +240,10 @@ std::vector<std::string> calibration_bench_args(const std::string& candidate_fil
   if (run.size() >= 2) {
     args.push_back("--factor");
     args.push_back(fmt::format("{:.17g}", run[1] / run[0]));
+  }
+  if (gpus_per_thread > 1) {
+    args.push_back("--gpus-per-thread");
+    args.push_back(std::to_string(gpus_per_thread));
   }
   for (const auto& c : cfg) args.push_back("--cfg=" + c);
   return args;

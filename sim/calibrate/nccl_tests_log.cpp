@@ -119,6 +119,14 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& di
     }
     if (line[first] == '#') {
       const std::vector<Token> t = tokenize(line, first + 1);
+      // "# nThread 1 nGpus 8 minBytes 8 maxBytes ...": the GPUs each thread drives (-g).
+      for (std::size_t i = 0; i + 1 < t.size(); ++i)
+        if (t[i].text == "nGpus") {
+          const auto g = to_integer(t[i + 1].text);
+          if (!g || *g < 1 || *g > 1024)
+            fail(line_no, t[i + 1].column, "nGpus needs a GPU count (1 to 1024)");
+          log.gpus_per_thread = static_cast<int>(*g);
+        }
       if (t.size() >= 2 && t[0].text == "Rank") {
         const auto id = to_integer(t[1].text);
         if (!id || *id < 0) fail(line_no, t[1].column, "a rank line needs a rank number");

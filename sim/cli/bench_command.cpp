@@ -106,6 +106,9 @@ void add_bench_command(CLI::App& app) {
                   "and per size band");
   cmd->add_option("--gpus,-g", opts->args.gpus, "ranks (default: every GPU of the topology)")
       ->check(CLI::Range(1u, 262144u));
+  cmd->add_option("--gpus-per-thread", opts->args.gpus_per_thread,
+                  "nccl-tests' -g: host launches per iteration (default 1, or --compare's nGpus)")
+      ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--fidelity", opts->args.fidelity,
                   fmt::format("{}", fmt::join(fidelity_names(), " | ")))
       ->check(CLI::IsMember(fidelity_names()));

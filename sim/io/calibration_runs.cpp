@@ -39,7 +39,8 @@ std::map<long long, double> CalibrationRuns::simulate(const std::vector<FitParam
   for (const auto& run : bench_size_runs(sizes)) {
     sweep::WorkerResult w = sweep::run_process(
         options_.program, "gradsync",
-        calibration_bench_args(file.string(), options_.algorithm, job_.ranks, run, options_.cfg),
+        calibration_bench_args(file.string(), options_.algorithm, job_.ranks, run, options_.cfg,
+                               job_.gpus_per_thread),
         std::chrono::hours(24));
     const int rc = w.signal != 0 ? 128 + w.signal : w.exit_code;
     if (rc != 0) {

@@ -37,6 +37,13 @@ std::string bench_table_text(const BenchRequest& request, const BenchResult& res
   out += fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
                      "GB = 1e9 B\n#\n",
                      to_string(result.software), to_string(request.fidelity), result.channels);
+  if (request.gpus_per_thread > 1)
+    out.insert(out.size() - 2,
+               fmt::format("# nccl-tests harness: {} GPUs per thread (-g {}): an iteration takes "
+                           "at least {} x {:g} us of host launches ({:g} us)\n",
+                           request.gpus_per_thread, request.gpus_per_thread,
+                           request.gpus_per_thread, kNcclTestsLaunchPerGpuUs,
+                           request.gpus_per_thread * kNcclTestsLaunchPerGpuUs));
   const bool show_channels = result.software == SoftwareModel::Nccl;
   out += fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {:<16}{}{}\n", "size",
                      "count", "type", "redop", "root", "time", "algbw", "busbw", "algo",
@@ -74,6 +81,11 @@ nlohmann::ordered_json bench_rows_json(const BenchRequest& request, const BenchR
              {"fidelity", r.fidelity},
              {"flows", r.flows},
              {"ranks", result.ranks}};
+    if (request.gpus_per_thread > 1) {
+      row["gpus_per_thread"] = request.gpus_per_thread;
+      row["simulated_us"] = r.simulated_us;  // the collective alone
+      row["host_bound"] = r.host_bound;      // time_us is the harness's host launches
+    }
     if (request.best) {
       row["best_algorithm"] = r.best_algorithm;
       row["best_time_us"] = r.best_time_us;

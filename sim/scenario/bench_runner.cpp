@@ -181,6 +181,16 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
       row.best_time_us = fastest.time_us;
     }
     row.bytes = sizes[i];
+    // nccl-tests times back-to-back iterations: with -g G one thread launches G collectives
+    // per iteration, so the iteration is the slower of the host's launches and the collective.
+    const double host_us = request.gpus_per_thread * kNcclTestsLaunchPerGpuUs;
+    row.simulated_us = row.time_us;
+    if (request.gpus_per_thread > 1 && row.time_us < host_us) {
+      row.time_us = host_us;
+      row.host_bound = true;
+    }
+    if (request.gpus_per_thread > 1 && row.best_time_us >= 0)
+      row.best_time_us = std::max(row.best_time_us, host_us);
     row.algbw = row.time_us > 0 ? sizes[i] / (row.time_us * 1e-6) / 1e9 : 0.0;
     row.busbw = row.algbw * factor;
     row.best_busbw =

@@ -82,6 +82,7 @@ BenchRequest bench_request(const BenchArguments& o, Topology& topology) {
   request.placement.kind = placement_kind_from_string(o.placement).value_or(PlacementKind::InOrder);
   request.placement.seed = o.seed;
   request.fidelity = fidelity_from_string(o.fidelity).value_or(Fidelity::Auto);
+  request.gpus_per_thread = o.gpus_per_thread > 0 ? o.gpus_per_thread : 1;
   request.channels = o.channels;
   request.pipeline = o.pipeline;
   request.root = o.root;
@@ -105,6 +106,9 @@ void bench_log_sizes(BenchRequest& request, const BenchArguments& o, const NcclT
   request.sizes.clear();
   for (const NcclTestsRow& r : log.rows) request.sizes.push_back(r.bytes);
   if (o.gpus == 0 && log.ranks > 0) request.gpus = static_cast<std::uint32_t>(log.ranks);
+  // The harness the log ran (its header's nGpus), unless --gpus-per-thread says otherwise.
+  if (o.gpus_per_thread == 0 && log.gpus_per_thread > 0)
+    request.gpus_per_thread = static_cast<std::uint32_t>(log.gpus_per_thread);
 }
 
 }  // namespace gradsync

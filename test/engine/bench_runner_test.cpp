@@ -64,6 +64,30 @@ TEST_CASE("bench runner: ring AllReduce rows match the closed form, busbw with 2
   CHECK(result.rows[2].bytes == 64.0 * 1048576);
 }
 
+TEST_CASE("bench runner: nccl-tests -g 8 makes an iteration at least 8 host launches") {
+  const Topology star = ideal_star(8);
+  BenchRequest request;
+  request.algorithm = Algorithm::Ring;
+  request.sizes = {1024.0, 64.0 * 1048576};
+  request.simgrid_args = simgrid_args();
+  request.gpus_per_thread = 8;
+  const BenchResult result = run_bench(star, request);
+  REQUIRE(result.rows.size() == 2);
+  const double host_us = 8 * kNcclTestsLaunchPerGpuUs;  // 33.6 us
+  // 1 KiB: the ring's 14 steps of 2 us (two links) take 28 us, less than the launches.
+  const BenchRow& small = result.rows[0];
+  CHECK(small.simulated_us == doctest::Approx(ring_time_us(8, 1024.0)).epsilon(0.01));
+  CHECK(small.simulated_us < host_us);
+  CHECK(small.host_bound);
+  CHECK(small.time_us == doctest::Approx(host_us));
+  CHECK(small.busbw == doctest::Approx(1024.0 / (host_us * 1e-6) / 1e9 * 2.0 * 7.0 / 8.0));
+  // 64 MiB: the collective is longer than the launches, which then cost nothing.
+  const BenchRow& big = result.rows[1];
+  CHECK_FALSE(big.host_bound);
+  CHECK(big.time_us == doctest::Approx(big.simulated_us));
+  CHECK(big.time_us == doctest::Approx(ring_time_us(8, 64.0 * 1048576)).epsilon(0.01));
+}
+
 TEST_CASE("bench runner: auto without NCCL's model keeps the fastest simulated candidate") {
   const Topology star = ideal_star(8);
   BenchRequest request;

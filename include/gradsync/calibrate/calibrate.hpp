@@ -53,6 +53,8 @@ struct NcclTestsLog {
   int runs = 0;                    // tables found (header lines followed by data)
   std::vector<NcclTestsRow> rows;  // one per size, ascending
   std::optional<double> avg_busbw_GBps;  // the last "Avg bus bandwidth" trailer
+  // GPUs each thread drives (nccl-tests' -g, the header's "nGpus N"); 0: the log does not say.
+  int gpus_per_thread = 0;
 
   [[nodiscard]] int nodes() const { return static_cast<int>(hosts.size()); }
 };

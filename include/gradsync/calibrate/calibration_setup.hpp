@@ -28,6 +28,7 @@ struct CalibrationJob {
   int nodes = 1;
   int ranks = 1;
   bool multi = false;       // the ranks span servers: the network is the bottleneck group
+  int gpus_per_thread = 1;  // the log's harness (nccl-tests -g, its header's nGpus)
   std::string group;        // "network" or "node.intra"
   std::string base_text;    // the template's text, `nodes:` set to the log's servers
 };
@@ -82,11 +83,13 @@ struct CalibrationJob {
 // runs (nccl-tests' -b/-e/-f), odd sizes alone. Sizes ascending, as the log's rows.
 [[nodiscard]] std::vector<std::vector<double>> bench_size_runs(const std::vector<double>& sizes);
 // The arguments of `gradsync bench` simulating one such run of `candidate_file` on `ranks`
-// GPUs with `algorithm`, each `cfg` passed as --cfg=.
+// GPUs with `algorithm`, each `cfg` passed as --cfg=; the log's harness (--gpus-per-thread)
+// when it drove several GPUs per thread.
 [[nodiscard]] std::vector<std::string> calibration_bench_args(const std::string& candidate_file,
                                                               const std::string& algorithm,
                                                               int ranks,
                                                               const std::vector<double>& run,
-                                                              const std::vector<std::string>& cfg);
+                                                              const std::vector<std::string>& cfg,
+                                                              int gpus_per_thread = 1);
 
 }  // namespace gradsync

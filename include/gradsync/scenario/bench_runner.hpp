@@ -25,6 +25,13 @@
 
 namespace gradsync {
 
+// Host time to launch one GPU's collective from a thread that drives several (nccl-tests -g):
+// NVIDIA/nccl-tests#123 (DGX-A100, ring, one channel, 8-128 B, -g N for N = 4..8) measures
+// 16.88, 20.8, 25.2, 29.5, 33.7 us, 4.2 us x N within 0.3 us, where NCCL's own latency for one
+// GPU per process is 13-15 us; NVIDIA in nccl-tests#333: -g 8's higher latency is "the CUDA
+// latency overheads of single process jobs".
+inline constexpr double kNcclTestsLaunchPerGpuUs = 4.2;
+
 struct BenchRequest {
   CollectiveOp op = CollectiveOp::AllReduce;
   std::optional<Algorithm> algorithm = Algorithm::Ring;  // empty: auto
@@ -41,6 +48,10 @@ struct BenchRequest {
   // devices, after every GPU; they replace ps_servers and ps_placement (dedicated).
   std::vector<DeviceId> ps_hosts;
   bool best = false;  // auto under NCCL: also simulate every candidate and keep the fastest
+  // nccl-tests' -g: GPUs one host thread drives. It launches their collectives one after the
+  // other, so an iteration takes at least gpus_per_thread × kNcclTestsLaunchPerGpu of host
+  // time, and nccl-tests' time per iteration is the larger of that and the collective's.
+  std::uint32_t gpus_per_thread = 1;
   std::vector<std::string> simgrid_args;  // e.g. "--cfg=contexts/factory:thread"
   // Bad requests throw ConfigError at "<origin> --algo" or "<origin> --root" (the option that
   // asked for them).
@@ -65,6 +76,10 @@ struct BenchRow {
   // NCCL's auto without best, where only the tuner's choice is simulated.
   std::string best_algorithm;
   double best_time_us = -1;
+  // The time is the harness's host launches (gpus_per_thread × kNcclTestsLaunchPerGpuUs), not
+  // the collective's (simulated_us, which is then shorter).
+  bool host_bound = false;
+  double simulated_us = -1;
   double best_busbw = 0;
 
   // "ring/LL" under NCCL's model, else "ring".

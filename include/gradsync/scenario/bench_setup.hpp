@@ -28,6 +28,7 @@ struct BenchArguments {
   double factor = 2.0;
   bool sizes_given = false;      // --min, --max or --factor on the command line
   std::uint32_t gpus = 0;        // 0: every GPU (or the log's ranks)
+  std::uint32_t gpus_per_thread = 0;  // nccl-tests' -g; 0: the --compare log's nGpus, else 1
   std::string fidelity = "auto";         // auto | step | flow
   std::string placement = "in-order";    // in-order | strided | random
   std::uint64_t seed = 1;

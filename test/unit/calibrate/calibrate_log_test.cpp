@@ -65,6 +65,7 @@ std::string error_of(const std::string& text) {
 TEST_CASE("all_reduce_perf output: ranks, hosts, device, out-of-place rows, trailer") {
   const NcclTestsLog log = parse_nccl_tests_log(std::string(kHeader) + kRows, "run.log");
   CHECK(log.ranks == 8);
+  CHECK(log.gpus_per_thread == 8);  // "# nThread 1 nGpus 8 ...": one thread drives 8 GPUs (-g 8)
   CHECK(log.nodes() == 1);
   CHECK(log.hosts.at(0) == "gpu-node-17");
   CHECK(log.device == "NVIDIA A100-SXM4-80GB");
@@ -85,6 +86,20 @@ TEST_CASE("all_reduce_perf output: ranks, hosts, device, out-of-place rows, trai
   CHECK(log.rows[4].line == 20);
   REQUIRE(log.avg_busbw_GBps);
   CHECK(*log.avg_busbw_GBps == doctest::Approx(84.468));
+}
+
+TEST_CASE("nGpus: the GPUs each thread drives, 0 when the header is not there") {
+  CHECK(parse_nccl_tests_log(kRows, "rows.log").gpus_per_thread == 0);
+  CHECK(parse_nccl_tests_log(std::string("# nThread 8 nGpus 1 minBytes 8\n") + kRows, "t.log")
+            .gpus_per_thread == 1);
+  try {
+    (void)parse_nccl_tests_log(std::string("# nThread 1 nGpus eight minBytes 8\n") + kRows,
+                               "bad.log");
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("bad.log:1:") == 0);
+    CHECK(std::string(e.what()).find("nGpus needs a GPU count") != std::string::npos);
+  }
 }
 
 TEST_CASE("a fit matches each row's faster time of out-of-place and in-place") {

@@ -268,4 +268,9 @@ TEST_CASE("calibration_bench_args: one bench --json run per run of sizes") {
   CHECK(calibration_bench_args("c.yaml", "ring", 8, {1048576}, {}) ==
         std::vector<std::string>{"bench", "c.yaml", "--json", "--algo", "ring", "--gpus", "8",
                                  "--min", "1048576B", "--max", "1048576B"});
+  // A log of one thread driving 8 GPUs (nccl-tests -g 8): the candidates run its harness.
+  CHECK(calibration_bench_args("c.yaml", "ring", 8, {1048576}, {}, 8) ==
+        std::vector<std::string>{"bench", "c.yaml", "--json", "--algo", "ring", "--gpus", "8",
+                                 "--min", "1048576B", "--max", "1048576B",
+                                 "--gpus-per-thread", "8"});
 }

@@ -83,15 +83,18 @@ PEAK_BYTES = 16 * GiB        # size simulated for rows that give only a peak bus
 CLUSTER_B_PLATEAU = ("cluster b from 4 servers: plateau 325 / 321 GB/s, 11-12 % under cluster "
                      "a's 4 servers (366) and NVIDIA's 370-380 GB/s for 32 GPUs")
 SYSTEMS = [
-    # One DGX-class A100 run (one process driving all 8 GPUs, -g 8) whose small and mid sizes
-    # are slower than every other run of the file: 44 us at 32 KiB (8x H100, AWS-p5x1, 19 us;
-    # gradsync's LL ring 20 us), rising to a flat 101 us from 1 to 4 MiB (no latency-bandwidth
-    # model has a floor that grows with no size). From 16 to 256 MiB its ring is 1.2-1.6x
-    # slower than gradsync's LL128/Simple ring (NCCL's own model predicts what gradsync does
-    # there); from 512 MiB it is within 6 %. What slows A100 rings at mid sizes is not modelled.
-    dict(prefix="MLE-A100x8-", topology="dgx-a100.yaml",
-         known_sizes=[(0, 4 * MiB, "this run's floor: 44 us at 32 KiB rising to a flat 101 us "
-                                   "at 1-4 MiB, 2-3x gradsync's LL ring and AWS-p5x1's 19-29 us"),
+    # One DGX-class A100 run (one process driving all 8 GPUs, -g 8, as its row notes say:
+    # bench --gpus-per-thread 8, an iteration at least 8 host launches of 4.2 us) whose small
+    # and mid sizes are slower than every other run of the file: 44 us at 32 KiB (8x H100,
+    # AWS-p5x1, 19 us; gradsync 33.6 us, the harness's launches), rising to a flat 101 us from
+    # 1 to 4 MiB (no latency-bandwidth model has a floor that grows with no size). From 16 to
+    # 256 MiB its ring is 1.2-1.6x slower than gradsync's LL128/Simple ring (NCCL's own model
+    # predicts what gradsync does there); from 512 MiB it is within 6 %. What slows A100 rings
+    # at mid sizes is not modelled.
+    dict(prefix="MLE-A100x8-", topology="dgx-a100.yaml", gpus_per_thread=8,
+         known_sizes=[(64 * KiB, 4 * MiB, "this run's floor: 47 us at 64 KiB rising to a flat "
+                                          "101 us at 1-4 MiB, 1.4-3x gradsync's -g 8 floor "
+                                          "(8 x 4.2 us launches) and AWS-p5x1's 19-29 us"),
                       (16 * MiB, 256 * MiB, "A100 ring at mid sizes 1.2-1.6x slower than NCCL's "
                                             "own LL128/Simple model, which gradsync follows")]),
     dict(prefix="AWS-p5x1-", topology="aws-p5-1node.yaml"),
@@ -231,9 +234,11 @@ class Gradsync:
         out = {}
         for a, b in calls:
             # CommandFailed (a RuntimeError) when it exits other than 0.
+            harness = (["--gpus-per-thread", str(system["gpus_per_thread"])]
+                       if system.get("gpus_per_thread") else [])
             rows = cli.bench_rows(self.topology(system), "--op", "allreduce", "--algo", algo,
                                   "--min", f"{a}B", "--max", f"{b}B", "--factor", "2",
-                                  exe=self.exe, timeout=1800)
+                                  *harness, exe=self.exe, timeout=1800)
             for r in rows:
                 out[int(round(r["bytes"]))] = r
         return out
