@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/collective/collective.hpp"
+#include "gradsync/units/name_table.hpp"
 
 namespace gradsync {
 
@@ -46,41 +47,23 @@ static_assert([] {
 
 }  // namespace
 
-std::string_view to_string(CollectiveOp op) {
-  for (const auto& [value, name] : kCollectiveOps)
-    if (value == op) return name;
-  return "?";
-}
+std::string_view to_string(CollectiveOp op) { return name_in(kCollectiveOps, op); }
 
 std::optional<CollectiveOp> collective_op_from_string(std::string_view text) {
-  for (const auto& [value, name] : kCollectiveOps)
-    if (name == text) return value;
-  return std::nullopt;
+  return value_in(kCollectiveOps, text);
 }
 
 std::string_view to_string(ServerPlacement placement) {
-  for (const auto& [value, name] : kServerPlacements)
-    if (value == placement) return name;
-  return "?";
+  return name_in(kServerPlacements, placement);
 }
 
 std::optional<ServerPlacement> server_placement_from_string(std::string_view text) {
-  for (const auto& [value, name] : kServerPlacements)
-    if (name == text) return value;
-  return std::nullopt;
+  return value_in(kServerPlacements, text);
 }
 
-std::vector<std::string> server_placement_names() {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : kServerPlacements) out.emplace_back(name);
-  return out;
-}
+std::vector<std::string> server_placement_names() { return names_in(kServerPlacements); }
 
-std::vector<std::string> collective_op_names() {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : kCollectiveOps) out.emplace_back(name);
-  return out;
-}
+std::vector<std::string> collective_op_names() { return names_in(kCollectiveOps); }
 
 std::span<const AlgorithmInfo> algorithm_registry() { return kAlgorithms; }
 

@@ -15,6 +15,7 @@
 
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/collective/rank_placement.hpp"
+#include "gradsync/units/name_table.hpp"
 #include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync {
@@ -29,25 +30,6 @@ constexpr std::array<std::pair<PlacementKind, std::string_view>, 3> kPlacementKi
     {PlacementKind::Strided, "strided"},
     {PlacementKind::Random, "random"}}};
 
-template <typename Enum, std::size_t N>
-std::string_view name_in(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum v) {
-  for (const auto& [value, name] : table)
-    if (value == v) return name;
-  return "?";
-}
-template <typename Enum, std::size_t N>
-std::optional<Enum> value_in(const std::array<std::pair<Enum, std::string_view>, N>& table,
-                             std::string_view text) {
-  for (const auto& [value, name] : table)
-    if (name == text) return value;
-  return std::nullopt;
-}
-template <typename Enum, std::size_t N>
-std::vector<std::string> names_in(const std::array<std::pair<Enum, std::string_view>, N>& table) {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : table) out.emplace_back(name);
-  return out;
-}
 
 }  // namespace
 

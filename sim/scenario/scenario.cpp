@@ -12,34 +12,12 @@
 #include <fmt/format.h>
 
 #include "gradsync/collective/collective.hpp"
+#include "gradsync/units/name_table.hpp"
 
 namespace gradsync {
 
 namespace {
 
-template <typename Enum, std::size_t N>
-std::optional<Enum> lookup(const std::array<std::pair<std::string_view, Enum>, N>& table,
-                           std::string_view text) {
-  for (const auto& [name, value] : table)
-    if (name == text) return value;
-  return std::nullopt;
-}
-
-template <typename Enum, std::size_t N>
-std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>& table,
-                         Enum value) {
-  for (const auto& [name, v] : table)
-    if (v == value) return name;
-  return "?";
-}
-
-// Every spelling of a table, in its order (choice lists and error messages).
-template <typename Enum, std::size_t N>
-std::vector<std::string> names_of(const std::array<std::pair<std::string_view, Enum>, N>& table) {
-  std::vector<std::string> out;
-  for (const auto& [name, value] : table) out.emplace_back(name);
-  return out;
-}
 
 constexpr std::array<std::pair<std::string_view, GradDtype>, 4> kDtypes{{{"fp32", GradDtype::Fp32},
                                                                          {"fp16", GradDtype::Fp16},
@@ -79,19 +57,19 @@ constexpr std::array<std::pair<std::string_view, PipelineSchedule>, 3> kSchedule
 
 }  // namespace
 
-std::string_view to_string(DataParallelism d) { return name_of(kDataParallelisms, d); }
+std::string_view to_string(DataParallelism d) { return name_in(kDataParallelisms, d); }
 std::optional<DataParallelism> data_parallelism_from_string(std::string_view text) {
-  return lookup(kDataParallelisms, text);
+  return value_in(kDataParallelisms, text);
 }
-std::string_view to_string(PipelineSchedule s) { return name_of(kSchedules, s); }
+std::string_view to_string(PipelineSchedule s) { return name_in(kSchedules, s); }
 std::optional<PipelineSchedule> pipeline_schedule_from_string(std::string_view text) {
-  return lookup(kSchedules, text);
+  return value_in(kSchedules, text);
 }
 constexpr std::array<std::pair<std::string_view, ParallelDim>, 3> kDims{
     {{"tp", ParallelDim::Tensor}, {"dp", ParallelDim::Data}, {"pp", ParallelDim::Pipeline}}};
 std::string to_string(const std::array<ParallelDim, 3>& order) {
-  return fmt::format("{}-{}-{}", name_of(kDims, order[0]), name_of(kDims, order[1]),
-                     name_of(kDims, order[2]));
+  return fmt::format("{}-{}-{}", name_in(kDims, order[0]), name_in(kDims, order[1]),
+                     name_in(kDims, order[2]));
 }
 std::optional<std::array<ParallelDim, 3>> parallel_order_from_string(std::string_view text) {
   std::array<ParallelDim, 3> out{};
@@ -99,7 +77,7 @@ std::optional<std::array<ParallelDim, 3>> parallel_order_from_string(std::string
   for (std::size_t i = 0; i < 3; ++i) {
     const std::size_t end = i < 2 ? text.find('-', at) : text.size();
     if (end == std::string_view::npos) return std::nullopt;
-    const auto dim = lookup(kDims, text.substr(at, end - at));
+    const auto dim = value_in(kDims, text.substr(at, end - at));
     if (!dim || std::find(out.begin(), out.begin() + i, *dim) != out.begin() + i) return std::nullopt;
     out[i] = *dim;
     at = end + 1;
@@ -110,32 +88,32 @@ bool shards_parameters(DataParallelism d) {
   return d == DataParallelism::Zero3 || d == DataParallelism::Fsdp || d == DataParallelism::Hsdp;
 }
 
-std::string_view to_string(GradDtype dtype) { return name_of(kDtypes, dtype); }
+std::string_view to_string(GradDtype dtype) { return name_in(kDtypes, dtype); }
 std::optional<GradDtype> grad_dtype_from_string(std::string_view text) {
-  return lookup(kDtypes, text);
+  return value_in(kDtypes, text);
 }
-std::string_view to_string(SyncStrategy s) { return name_of(kStrategies, s); }
+std::string_view to_string(SyncStrategy s) { return name_in(kStrategies, s); }
 std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text) {
-  return lookup(kStrategies, text);
+  return value_in(kStrategies, text);
 }
-std::string_view to_string(SyncAlgorithm a) { return name_of(kAlgorithms, a); }
-std::vector<std::string> sync_algorithm_names() { return names_of(kAlgorithms); }
-std::vector<std::string> grad_dtype_names() { return names_of(kDtypes); }
-std::vector<std::string> sync_strategy_names() { return names_of(kStrategies); }
-std::vector<std::string> overlap_names() { return names_of(kOverlaps); }
-std::vector<std::string> compression_method_names() { return names_of(kMethods); }
-std::vector<std::string> data_parallelism_names() { return names_of(kDataParallelisms); }
-std::vector<std::string> pipeline_schedule_names() { return names_of(kSchedules); }
+std::string_view to_string(SyncAlgorithm a) { return name_in(kAlgorithms, a); }
+std::vector<std::string> sync_algorithm_names() { return names_in(kAlgorithms); }
+std::vector<std::string> grad_dtype_names() { return names_in(kDtypes); }
+std::vector<std::string> sync_strategy_names() { return names_in(kStrategies); }
+std::vector<std::string> overlap_names() { return names_in(kOverlaps); }
+std::vector<std::string> compression_method_names() { return names_in(kMethods); }
+std::vector<std::string> data_parallelism_names() { return names_in(kDataParallelisms); }
+std::vector<std::string> pipeline_schedule_names() { return names_in(kSchedules); }
 std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text) {
-  return lookup(kAlgorithms, text);
+  return value_in(kAlgorithms, text);
 }
-std::string_view to_string(Overlap o) { return name_of(kOverlaps, o); }
+std::string_view to_string(Overlap o) { return name_in(kOverlaps, o); }
 std::optional<Overlap> overlap_from_string(std::string_view text) {
-  return lookup(kOverlaps, text);
+  return value_in(kOverlaps, text);
 }
-std::string_view to_string(CompressionMethod m) { return name_of(kMethods, m); }
+std::string_view to_string(CompressionMethod m) { return name_in(kMethods, m); }
 std::optional<CompressionMethod> compression_method_from_string(std::string_view text) {
-  return lookup(kMethods, text);
+  return value_in(kMethods, text);
 }
 
 double bytes_per_element(GradDtype dtype) {

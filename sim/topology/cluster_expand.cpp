@@ -8,6 +8,7 @@
 
 #include "gradsync/topology/cluster_spec.hpp"
 #include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/units/name_table.hpp"
 
 namespace gradsync {
 
@@ -285,23 +286,13 @@ void check_group(const LinkGroupSpec& g, const std::string& key) {
 
 }  // namespace
 
-std::string_view to_string(NetworkShape shape) {
-  for (const auto& [value, name] : kShapeNames)
-    if (value == shape) return name;
-  return "?";
-}
+std::string_view to_string(NetworkShape shape) { return name_in(kShapeNames, shape); }
 
 std::optional<NetworkShape> network_shape_from_string(std::string_view text) {
-  for (const auto& [value, name] : kShapeNames)
-    if (name == text) return value;
-  return std::nullopt;
+  return value_in(kShapeNames, text);
 }
 
-std::vector<std::string> network_shape_names() {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : kShapeNames) out.emplace_back(name);
-  return out;
-}
+std::vector<std::string> network_shape_names() { return names_in(kShapeNames); }
 
 void validate_cluster(const ClusterSpec& spec) {
   const NodeSpec& n = spec.node;

@@ -2,6 +2,7 @@
 #include "gradsync/topology/topology.hpp"
 
 #include "gradsync/topology/fabric_registry.hpp"
+#include "gradsync/units/name_table.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>
@@ -67,37 +68,13 @@ constexpr std::array<std::pair<GpuGeneration, std::string_view>, 33> kGpuModels{
     {GpuGeneration::Blackwell, "blackwell"},
 }};
 
-template <typename Enum, std::size_t N>
-std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum v) {
-  for (const auto& [value, name] : table)
-    if (value == v) return name;
-  return "?";
-}
-
-template <typename Enum, std::size_t N>
-std::vector<std::string> names_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
-                                  bool (*keep)(Enum) = nullptr) {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : table)
-    if (keep == nullptr || keep(value)) out.emplace_back(name);
-  return out;
-}
-
-template <typename Enum, std::size_t N>
-std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
-                             std::string_view text) {
-  for (const auto& [value, name] : table)
-    if (name == text) return value;
-  return std::nullopt;
-}
-
 }  // namespace
 
-std::string_view to_string(DeviceKind kind) { return name_of(kDeviceKindNames, kind); }
+std::string_view to_string(DeviceKind kind) { return name_in(kDeviceKindNames, kind); }
 std::string_view to_string(Fabric fabric) { return fabric_info(fabric).name; }
-std::string_view to_string(SoftwareModel software) { return name_of(kSoftwareNames, software); }
+std::string_view to_string(SoftwareModel software) { return name_in(kSoftwareNames, software); }
 std::optional<DeviceKind> device_kind_from_string(std::string_view text) {
-  return value_of(kDeviceKindNames, text);
+  return value_in(kDeviceKindNames, text);
 }
 std::optional<Fabric> fabric_from_string(std::string_view text) {
   for (const FabricInfo& f : fabric_registry())
@@ -105,28 +82,24 @@ std::optional<Fabric> fabric_from_string(std::string_view text) {
   return std::nullopt;
 }
 std::optional<SoftwareModel> software_from_string(std::string_view text) {
-  return value_of(kSoftwareNames, text);
+  return value_in(kSoftwareNames, text);
 }
-std::vector<std::string> device_kind_names() { return names_of(kDeviceKindNames); }
+std::vector<std::string> device_kind_names() { return names_in(kDeviceKindNames); }
 std::vector<std::string> fabric_names(bool network_only) {
   std::vector<std::string> out;
   for (const FabricInfo& f : fabric_registry())
     if (!network_only || f.network) out.emplace_back(f.name);
   return out;
 }
-std::vector<std::string> software_names() { return names_of(kSoftwareNames); }
+std::vector<std::string> software_names() { return names_in(kSoftwareNames); }
 std::string_view to_string(GpuGeneration generation) {
-  return name_of(kGenerationNames, generation);
+  return name_in(kGenerationNames, generation);
 }
 std::optional<GpuGeneration> gpu_generation_from_string(std::string_view text) {
-  return value_of(kGpuModels, text);
+  return value_in(kGpuModels, text);
 }
 const std::vector<std::string>& gpu_model_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& [value, name] : kGpuModels) out.emplace_back(name);
-    return out;
-  }();
+  static const std::vector<std::string> names = names_in(kGpuModels);
   return names;
 }
 std::pair<GpuGeneration, bool> gpu_generation_of(const Topology& topology) {
