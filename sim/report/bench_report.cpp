@@ -26,6 +26,16 @@ int root_column(const BenchRequest& request) {
   return rooted(request.op) ? static_cast<int>(request.root) : -1;
 }
 
+// The nccl-tests harness a request stands for, as a comment line ("" for one GPU per thread).
+std::string harness_line(const BenchRequest& request) {
+  if (request.gpus_per_thread <= 1) return "";
+  return fmt::format("# nccl-tests harness: {} GPUs per thread (-g {}): an iteration takes at "
+                     "least {} x {:g} us of host launches ({:g} us)\n",
+                     request.gpus_per_thread, request.gpus_per_thread, request.gpus_per_thread,
+                     kNcclTestsLaunchPerGpuUs,
+                     request.gpus_per_thread * kNcclTestsLaunchPerGpuUs);
+}
+
 }  // namespace
 
 std::string bench_table_text(const BenchRequest& request, const BenchResult& result) {
@@ -37,13 +47,7 @@ std::string bench_table_text(const BenchRequest& request, const BenchResult& res
   out += fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
                      "GB = 1e9 B\n#\n",
                      to_string(result.software), to_string(request.fidelity), result.channels);
-  if (request.gpus_per_thread > 1)
-    out.insert(out.size() - 2,
-               fmt::format("# nccl-tests harness: {} GPUs per thread (-g {}): an iteration takes "
-                           "at least {} x {:g} us of host launches ({:g} us)\n",
-                           request.gpus_per_thread, request.gpus_per_thread,
-                           request.gpus_per_thread, kNcclTestsLaunchPerGpuUs,
-                           request.gpus_per_thread * kNcclTestsLaunchPerGpuUs));
+  out.insert(out.size() - 2, harness_line(request));
   const bool show_channels = result.software == SoftwareModel::Nccl;
   out += fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {:<16}{}{}\n", "size",
                      "count", "type", "redop", "root", "time", "algbw", "busbw", "algo",
@@ -112,7 +116,9 @@ nlohmann::ordered_json bench_comparison_json(const BenchRequest& request,
   const std::vector<ComparedRow> rows = compare_bench_rows(log, result);
   nlohmann::ordered_json out;
   out["log"] = {{"file", log.file}, {"ranks", log.ranks}, {"nodes", log.nodes()},
-                {"device", log.device}, {"runs", log.runs}};
+                {"device", log.device}, {"runs", log.runs},
+                {"gpus_per_thread", log.gpus_per_thread}};
+  out["gpus_per_thread"] = request.gpus_per_thread;  // the harness the simulated rows ran
   out["topology"] = result.topology_name;
   out["ranks"] = result.ranks;
   out["op"] = std::string(to_string(request.op));
@@ -154,6 +160,7 @@ std::string bench_comparison_text(const BenchRequest& request, const BenchResult
   if (log.ranks > 0 && static_cast<std::uint32_t>(log.ranks) != result.ranks)
     out += fmt::format("# note: the log ran {} ranks, the simulation {}\n", log.ranks,
                        result.ranks);
+  out += harness_line(request);
   out += "# error = simulated busbw / measured busbw - 1 (positive: gradsync is optimistic)\n#\n";
   out += fmt::format("#{:>11} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8}  {}\n", "size", "measured",
                      "simulated", "t x", "meas bw", "sim bw", "error", "algo");

@@ -16,6 +16,7 @@
 
 #include "gradsync/io/advice_trials.hpp"
 #include "gradsync/units/config_error.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -28,9 +29,7 @@ struct TrialFixture {
   AdviceTrialOptions options;
 
   TrialFixture() {
-    root = fs::temp_directory_path() / fs::path("gradsync-trials-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
+    root = fresh_folder("trials");
     calls = root / "calls.txt";
     const fs::path worker = root / "fake-gradsync.sh";
     std::ofstream(worker) << "#!/bin/sh\n"

@@ -16,6 +16,7 @@
 
 #include "gradsync/io/calibration_runs.hpp"
 #include "gradsync/units/config_error.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -28,9 +29,7 @@ struct BenchFixture {
   CalibrationRunOptions options;
 
   BenchFixture() {
-    root = fs::temp_directory_path() / fs::path("gradsync-calruns-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
+    root = fresh_folder("calruns");
     seen = root / "seen.yaml";
     const fs::path bench = root / "fake-bench.sh";
     std::ofstream(bench)

@@ -12,6 +12,7 @@
 
 #include "gradsync/io/command_files.hpp"
 #include "gradsync/units/config_error.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -21,9 +22,7 @@ namespace {
 struct TempFolder {
   fs::path root;
   TempFolder() {
-    root = fs::temp_directory_path() / fs::path("gradsync-files-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
+    root = fresh_folder("files");
   }
   ~TempFolder() {
     std::error_code ec;

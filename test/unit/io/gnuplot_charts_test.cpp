@@ -15,6 +15,7 @@
 
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/io/gnuplot_charts.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -24,9 +25,7 @@ namespace {
 struct FakeGnuplot {
   fs::path root;
   FakeGnuplot() {
-    root = fs::temp_directory_path() / fs::path("gradsync-gnuplot-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
+    root = fresh_folder("gnuplot");
     // Prints its script's data file name inside an SVG element; fails on a script holding
     // "fail".
     std::ofstream(root / "gnuplot") << "#!/bin/sh\n"

@@ -269,6 +269,30 @@ TEST_CASE("bench --compare JSON: the log, the run, the rows and the bands") {
   CHECK(out["bands"][0]["worst_bytes"].get<double>() == 1048576);
 }
 
+TEST_CASE("the nccl-tests harness (-g): said in the table, the comparison and their JSON") {
+  BenchRequest request;
+  request.gpus_per_thread = 8;
+  const std::string table = bench_table_text(request, synthetic_result());
+  CHECK(table.find("# nccl-tests harness: 8 GPUs per thread (-g 8): an iteration takes at "
+                   "least 8 x 4.2 us of host launches (33.6 us)\n#\n") != std::string::npos);
+  const std::string compared = bench_comparison_text(request, synthetic_result(), synthetic_log());
+  CHECK(compared.find("# nccl-tests harness: 8 GPUs per thread (-g 8)") != std::string::npos);
+  CHECK(bench_comparison_json(request, synthetic_result(), synthetic_log())["gpus_per_thread"]
+            .get<int>() == 8);
+  BenchResult result = synthetic_result();
+  result.rows[0].host_bound = true;
+  result.rows[0].simulated_us = 20.0;
+  const nlohmann::ordered_json rows = bench_rows_json(request, result);
+  CHECK(rows[0]["host_bound"].get<bool>());
+  CHECK(rows[0]["simulated_us"].get<double>() == 20.0);
+  CHECK(rows[0]["gpus_per_thread"].get<int>() == 8);
+  CHECK_FALSE(rows[1]["host_bound"].get<bool>());
+  // One GPU per thread (nccl-tests' default, and torchrun's): no line, no keys.
+  request.gpus_per_thread = 1;
+  CHECK(bench_table_text(request, synthetic_result()).find("harness") == std::string::npos);
+  CHECK_FALSE(bench_rows_json(request, synthetic_result())[0].contains("host_bound"));
+}
+
 TEST_CASE("bench --compare text: the note on differing ranks, the rows and the band line") {
   BenchRequest request;
   request.algorithm = Algorithm::Ring;

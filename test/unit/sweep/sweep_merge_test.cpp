@@ -12,6 +12,7 @@
 
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/sweep/sweep_merge.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -30,8 +31,7 @@ std::string record(int index, const std::string& id, bool ok, double step, doubl
 struct MergeFixture {
   fs::path root;
   MergeFixture() {
-    root = fs::temp_directory_path() / fs::path("gradsync-merge-" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    root = fresh_folder("merge");
     fs::create_directories(root / "a");
     fs::create_directories(root / "b");
   }

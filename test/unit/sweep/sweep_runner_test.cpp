@@ -19,6 +19,7 @@
 
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/sweep/sweep_runner.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -48,10 +49,7 @@ struct SweepFixture {
   SweepRunOptions options;
 
   explicit SweepFixture(const std::string& name) {
-    root = fs::temp_directory_path() /
-           fs::path("gradsync-runner-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
+    root = fresh_folder("runner-" + name);
     calls = root / "calls.txt";
     const fs::path worker = root / "fake-gradsync.sh";
     std::ofstream(worker) << "#!/bin/sh\n"

@@ -12,6 +12,7 @@
 
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/trace/trace_inputs.hpp"
+#include "../scratch_folder.hpp"
 
 using namespace gradsync;
 namespace fs = std::filesystem;
@@ -21,8 +22,7 @@ namespace {
 struct TempFolder {
   fs::path root;
   TempFolder() {
-    root = fs::temp_directory_path() / fs::path("gradsync-inputs-" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    root = fresh_folder("inputs");
     fs::create_directories(root / "traces");
   }
   ~TempFolder() {
