@@ -28,6 +28,7 @@ std::string trace_summary_text(const TraceWorkload& w, const std::string& trace,
                      ms(w.step_us), ms(w.forward_us), ms(w.backward_us), ms(w.wait_us),
                      ms(w.optimizer_us), ms(w.other_us));
   out += fmt::format("  sizes: {}\n", w.size_source);
+  out += fmt::format("  forward: {}\n", w.forward_source);
   for (const std::string& n : w.notes) out += "  note: " + n + '\n';
   return out;
 }

@@ -259,6 +259,8 @@ class TraceSax {
       if (key == "Out msg nelems") event_.out_nelems = v.number;
       if (key == "Group size" && v.number >= 1.0 && v.number < 1e9)
         event_.group_size = static_cast<std::uint32_t>(v.number);
+      if (key == "Sequence number" && v.number >= 0.0 && v.number < 9e15)
+        event_.sequence = static_cast<std::int64_t>(v.number);
     } else if (v.kind == Value::String) {
       if (key == "dtype") event_.dtype = std::move(v.text);
       else if (key == "Collective name") event_.collective = std::move(v.text);

@@ -52,8 +52,8 @@ std::string trace_scenario_yaml(const TraceWorkload& w, const TraceScenarioOptio
                    w.dtype_source);
   y += fmt::format("  # {}: one layer per stretch of backward that ends with gradients ready "
                    "(AccumulateGrad), named by its longest backward function, in forward order; "
-                   "tensors: {}. Forward: the traced forward shared in proportion to backward.\n",
-                   from, w.tensor_source);
+                   "tensors: {}. Forward: {}.\n",
+                   from, w.tensor_source, w.forward_source);
   y += "  layers:\n";
   double backward = 0.0;
   for (const TraceLayer& l : w.layers) backward += l.backward_us;
@@ -62,7 +62,9 @@ std::string trace_scenario_yaml(const TraceWorkload& w, const TraceScenarioOptio
     double params = 0.0;
     for (double t : l.tensors) params += t;
     std::vector<double> registration(l.tensors.rbegin(), l.tensors.rend());
-    const double fwd = backward > 0.0 ? w.forward_us * l.backward_us / backward : 0.0;
+    const double fwd = l.forward_us ? *l.forward_us
+                       : backward > 0.0 ? w.forward_us * l.backward_us / backward
+                                        : 0.0;
     y += fmt::format("    - {{name: g{}.{}, params: {:.0f}, tensors: [{}], forward: {}, "
                      "backward: {}}}\n",
                      i, plain_name(l.name), params, elements_list(registration), us(fwd), us(l.backward_us));

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -63,6 +65,32 @@ Events top_level(const Events& sorted) {
       end = e->end_us();
     }
   return out;
+}
+
+// Forward time per layer: a forward op and the backward function autograd made for it carry
+// the same sequence number, so each forward op with one belongs to the layer whose backward
+// stretch holds that function. The forward, from its start to the first backward function,
+// is cut at each such op's start; a piece goes to the layer of the op that opens it (the
+// piece before the first one to that op's layer), so the layers' forward adds up to the
+// step's. Without sequence numbers (the legacy format) nothing is assigned.
+void assign_forward(StepFacts& f, const Events& main_sorted, double from, double to) {
+  std::unordered_map<std::int64_t, std::size_t> layer_of;
+  for (std::size_t i = 0; i < f.layers.size(); ++i)
+    for (std::int64_t s : f.layers[i].sequences) layer_of.emplace(s, i);
+  std::vector<std::pair<double, std::size_t>> marks;  // (op start, layer)
+  for (const TraceEvent* e : main_sorted) {
+    if (!e->sequence || e->ts_us < from || e->ts_us >= to) continue;
+    const auto it = layer_of.find(*e->sequence);
+    if (it != layer_of.end()) marks.emplace_back(e->ts_us, it->second);
+  }
+  if (marks.empty()) return;
+  f.forward_lead = marks.front().first - from;
+  for (std::size_t k = 0; k < marks.size(); ++k) {
+    const double start = k == 0 ? from : marks[k].first;
+    const double end = k + 1 < marks.size() ? marks[k + 1].first : to;
+    f.layers[marks[k].second].forward += end - start;
+  }
+  f.forward_by_layer = true;
 }
 
 std::string short_name(std::string_view n) {
@@ -208,6 +236,7 @@ std::optional<StepFacts> read_step(const ProfilerTrace& t, const std::string& ma
     }
     if (!current.grads.empty()) close_layer(current.grads.back()->end_us());
     if (longest == nullptr || e->dur_us > longest->dur_us) longest = e;
+    if (e->sequence) current.sequences.push_back(*e->sequence);
   }
   if (!current.grads.empty()) close_layer(current.grads.back()->end_us());
   if (f.layers.empty()) {
@@ -215,6 +244,9 @@ std::optional<StepFacts> read_step(const ProfilerTrace& t, const std::string& ma
     return std::nullopt;
   }
   f.layers.back().backward += bwd_end - layer_from;  // backward after the last gradient
+  f.layers.back().sequences.insert(f.layers.back().sequences.end(), current.sequences.begin(),
+                                   current.sequences.end());
+  assign_forward(f, all, fwd->ts_us, bwd_start);
 
   // Launches: c10d::allreduce_ (else record_param_comms allreduce) from backward on.
   const double launch_to = opt_start.value_or(w.to);

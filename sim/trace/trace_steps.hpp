@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,9 +30,14 @@ struct StepFacts {
     std::string name;
     std::vector<const TraceEvent*> grads;
     std::vector<double> elements;  // of each gradient, from Input Dims (0: unknown)
+    std::vector<std::int64_t> sequences;  // of its backward functions (Kineto)
     double backward = 0;
+    double forward = 0;  // when forward_by_layer
   };
   std::vector<Layer> layers;
+  // Forward time given to layers through the forward ops' sequence numbers (Kineto).
+  bool forward_by_layer = false;
+  double forward_lead = 0;  // forward before the first such op (DDP's own pre-forward work)
   struct Launch {
     const TraceEvent* call = nullptr;
     const TraceEvent* comms = nullptr;  // record_param_comms inside it

@@ -224,6 +224,21 @@ TraceWorkload analyze_ddp_trace(const ProfilerTrace& t, const TraceImportOptions
   w.tensor_source = tensor_source;
 
   // Layers (backward order) and buckets, averaged over the kept steps.
+  const bool by_layer = std::all_of(steps.begin(), steps.end(),
+                                    [](const StepFacts& s) { return s.forward_by_layer; });
+  w.forward_source =
+      by_layer ? "per layer: the time from each forward op to the next, given to the layer "
+                 "whose backward holds the function with the op's Sequence number"
+               : "shared in proportion to backward (the trace links no forward op to a "
+                 "backward function: no Sequence number)";
+  if (by_layer) {
+    const double lead = avg([](const StepFacts& s) { return s.forward_lead; });
+    if (lead > 0.05 * w.forward_us)
+      w.notes.push_back(fmt::format(
+          "forward: {:.3f} ms of DistributedDataParallel.forward pass before the first layer's "
+          "op (DDP's pre-forward: buffer broadcast when broadcast_buffers=True, input copies); "
+          "counted in the first layer's forward", lead * 1e-3));
+  }
   std::size_t k = 0;
   for (std::size_t i = 0; i < last.layers.size(); ++i) {
     TraceLayer layer;
@@ -231,6 +246,7 @@ TraceWorkload analyze_ddp_trace(const ProfilerTrace& t, const TraceImportOptions
     for (std::size_t j = 0; j < last.layers[i].grads.size(); ++j)
       layer.tensors.push_back(tensor_sizes[k++]);
     layer.backward_us = avg([i](const StepFacts& s) { return s.layers[i].backward; });
+    if (by_layer) layer.forward_us = avg([i](const StepFacts& s) { return s.layers[i].forward; });
     w.layers.push_back(std::move(layer));
   }
   for (std::size_t i = 0; i < last.launches.size(); ++i) {

@@ -34,6 +34,9 @@ struct TraceEvent {
   std::optional<std::uint32_t> group_size;
   std::string dtype;       // "Float", "BFloat16", "Half", … ("" when absent)
   std::string collective;  // "allreduce", "all_gather", … ("" when absent)
+  // "Sequence number" (Kineto): the autograd sequence number of an op; a forward op and the
+  // backward function autograd made for it carry the same one (the trace's fwdbwd link).
+  std::optional<std::int64_t> sequence;
   // "Input Dims" (record_shapes=True): elements of each input, a tensor list summed; empty
   // when the trace has no shapes.
   std::vector<double> input_elements;

@@ -7,7 +7,9 @@
 // DistributedDataParallel.forward):
 //   steps      ProfilerStep#N (cat user_annotation in Kineto), else one step from each
 //              DistributedDataParallel.forward to the next
-//   forward    DistributedDataParallel.forward start → first backward function (includes the loss)
+//   forward    DistributedDataParallel.forward start → first backward function (includes the loss);
+//              per layer through "Sequence number" (Kineto): a forward op belongs to the layer
+//              whose backward holds the function with its sequence number (the fwdbwd link)
 //   backward   "autograd::engine::evaluate_function: X" spans (bare XBackward0 /
 //              torch::autograd::AccumulateGrad where a trace has no such wrappers)
 //   gradients  AccumulateGrad: one parameter tensor's gradient ready; its "Input Dims"
@@ -43,6 +45,9 @@ struct TraceLayer {
   std::string name;             // its longest backward function, e.g. "AddmmBackward0"
   std::vector<double> tensors;  // elements of the gradients it produced, in backward order
   double backward_us = 0.0;     // mean over the steps
+  // Its forward ops' time (mean), where the trace links forward ops to backward functions
+  // (Kineto's "Sequence number"); unset in the legacy format.
+  std::optional<double> forward_us;
 };
 
 struct TraceBucket {
@@ -64,6 +69,7 @@ struct TraceWorkload {
   std::string measured_source;  // the events timed as the all-reduces ("" when none)
   double step_us = 0.0;         // means over the steps
   double forward_us = 0.0;
+  std::string forward_source;   // how the forward is shared among the layers
   double backward_us = 0.0;
   double wait_us = 0.0;         // backward end → optimizer: waiting for the last all-reduces
   double optimizer_us = 0.0;    // step + zero_grad

@@ -15,7 +15,10 @@ What it holds: 2 profiled steps of a model of two Linear(512, 512) layers under 
     c10d::allreduce_ with record_param_comms inside (Collective name, In msg nelems, ...);
   - GPU 0 (pid 0): compute kernels on stream 7 and ncclDevKernel_AllReduce kernels on stream 20.
 DDP's buckets: l2.bias + l2.weight (262656 elements, the first bucket closes at >= 1 MiB),
-then l1.bias + l1.weight.
+then l1.bias + l1.weight. Forward ops and backward functions carry autograd's "Sequence
+number" (a forward op and the backward function made for it share one): l1's linear and
+addmm, l2's, the loss's sum; so l1's forward is 1200 us (forward start to l2's linear) and
+l2's 1900 us (to the first backward function, the loss included).
 """
 import json
 import os
@@ -45,15 +48,21 @@ def step(k, t0):
     cpu(f"ProfilerStep#{k}", t0, 9000.0, cat="user_annotation")
     cpu("Optimizer.zero_grad#SGD.zero_grad", t0 + 10.0, 40.0, cat="user_annotation")
     cpu("DistributedDataParallel.forward", t0 + 100.0, 2900.0, cat="user_annotation")
-    cpu("aten::linear", t0 + 200.0, 1000.0, **{"Input Dims": [[64, 512], [512, 512], [512]]})
-    cpu("aten::linear", t0 + 1300.0, 1000.0, **{"Input Dims": [[64, 512], [512, 512], [512]]})
+    q = 100 * k  # autograd sequence numbers of this step's forward ops and backward functions
+    cpu("aten::linear", t0 + 200.0, 1000.0, **{"Input Dims": [[64, 512], [512, 512], [512]],
+                                               "Sequence number": q + 1})
+    cpu("aten::addmm", t0 + 220.0, 950.0, **{"Sequence number": q + 1})
+    cpu("aten::linear", t0 + 1300.0, 1000.0, **{"Input Dims": [[64, 512], [512, 512], [512]],
+                                                "Sequence number": q + 2})
+    cpu("aten::addmm", t0 + 1320.0, 950.0, **{"Sequence number": q + 2})
     gpu("ampere_sgemm_64x64_nn", t0 + 250.0, 900.0, 7)
     gpu("ampere_sgemm_64x64_nn", t0 + 1350.0, 900.0, 7)
-    cpu("aten::sum", t0 + 3050.0, 50.0)
+    cpu("aten::sum", t0 + 3050.0, 50.0, **{"Sequence number": q + 3})
     b = t0 + 3200.0  # backward starts
     w = "autograd::engine::evaluate_function: "
-    cpu(w + "SumBackward0", b, 100.0, tid=BWD)
-    cpu(w + "AddmmBackward0", b + 100.0, 1500.0, tid=BWD)
+    seq = {"Fwd thread id": 1}
+    cpu(w + "SumBackward0", b, 100.0, tid=BWD, **{"Sequence number": q + 3}, **seq)
+    cpu(w + "AddmmBackward0", b + 100.0, 1500.0, tid=BWD, **{"Sequence number": q + 2}, **seq)
     for i, (n, dims) in enumerate(((512, [512]), (262144, [512, 512]))):  # l2.bias, l2.weight
         s = b + 1600.0 + 200.0 * i
         cpu(w + "torch::autograd::AccumulateGrad", s, 150.0, tid=BWD)
@@ -63,7 +72,7 @@ def step(k, t0):
     cpu("record_param_comms", b + 1965.0, 20.0, tid=BWD, **comms(262656))
     gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
         b + 2000.0, 40.0, 20, **comms(262656))
-    cpu(w + "AddmmBackward0", b + 2000.0, 1500.0, tid=BWD)
+    cpu(w + "AddmmBackward0", b + 2000.0, 1500.0, tid=BWD, **{"Sequence number": q + 1}, **seq)
     for i, (n, dims) in enumerate(((512, [512]), (262144, [512, 512]))):  # l1.bias, l1.weight
         s = b + 3500.0 + 200.0 * i
         cpu(w + "torch::autograd::AccumulateGrad", s, 150.0, tid=BWD)

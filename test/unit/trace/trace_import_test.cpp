@@ -111,6 +111,9 @@ TEST_CASE("import-trace: real DDP traces of torch 1.13 give DDP's own buckets at
     CHECK(layers_backward == doctest::Approx(w.backward_us));
     CHECK(w.forward_us + w.backward_us + w.wait_us + w.optimizer_us + w.other_us ==
           doctest::Approx(w.step_us));
+    // The legacy format has no Sequence numbers: no forward op is linked to a layer.
+    for (const TraceLayer& l : w.layers) CHECK_FALSE(l.forward_us.has_value());
+    CHECK(w.forward_source.find("in proportion to backward") != std::string::npos);
     // Buckets become ready in order, within the backward.
     for (std::size_t i = 1; i < w.buckets.size(); ++i)
       CHECK(w.buckets[i].ready_us >= w.buckets[i - 1].ready_us);
@@ -188,6 +191,13 @@ TEST_CASE("import-trace: the Kineto format of torch 2.x (sizes, dtype and group 
   CHECK(w.backward_us == doctest::Approx(3860.0));  // to the last launch
   CHECK(w.optimizer_us == doctest::Approx(340.0));  // step 300 + zero_grad 40
   CHECK(w.step_us == doctest::Approx(9000.0));
+  // Forward per layer through the Sequence numbers: l1 (backward's last layer) from the
+  // forward's start to l2's linear, l2 from there to the first backward function (the loss).
+  REQUIRE(w.layers[0].forward_us.has_value());
+  REQUIRE(w.layers[1].forward_us.has_value());
+  CHECK(*w.layers[0].forward_us == doctest::Approx(1900.0));
+  CHECK(*w.layers[1].forward_us == doctest::Approx(1200.0));
+  CHECK(w.forward_source.find("Sequence number") != std::string::npos);
   // The trace's sizes win; --world-size may not contradict it.
   TraceImportOptions wrong;
   wrong.world_size = 4;
@@ -231,6 +241,27 @@ TEST_CASE("import-trace: a real torch 2.x trace (ResNet-50, DDP over NCCL on 2 x
                             .epsilon(0.05));
   CHECK(w.forward_us + w.backward_us + w.wait_us + w.optimizer_us + w.other_us ==
         doctest::Approx(w.step_us));
+
+  // Forward per layer, linked to backward by Sequence number: it adds up to the forward, and
+  // a convolution's layer (its ConvolutionBackward0 stretch) holds its aten::conv2d, up to the
+  // next layer's op (the batch norm): its mean is the trace's mean conv2d span. In proportion
+  // to backward it would be ~2x that.
+  double forward_sum = 0.0, conv_forward = 0.0;
+  int convs = 0;
+  for (const TraceLayer& l : w.layers) {
+    REQUIRE(l.forward_us.has_value());
+    forward_sum += *l.forward_us;
+    // (the first convolution's layer also holds DDP's pre-forward, below)
+    if (l.name == "ConvolutionBackward0" && &l != &w.layers.back())
+      conv_forward += *l.forward_us, ++convs;
+  }
+  CHECK(forward_sum == doctest::Approx(w.forward_us));
+  CHECK(convs == 52);  // ResNet-50's convolutions after the first
+  CHECK(conv_forward / convs == doctest::Approx(mean_dur(trace, "aten::conv2d")).epsilon(0.15));
+  // DDP's pre-forward (buffer broadcast) comes before the first layer's op and is said.
+  CHECK(std::any_of(w.notes.begin(), w.notes.end(), [](const std::string& n) {
+    return n.find("DDP's pre-forward") != std::string::npos;
+  }));
 
   // Without Input Dims each bucket is split over its gradients in whole elements, so the
   // scenario written loads (a layer's params are the sum of its tensors) with the same buckets.
