@@ -140,6 +140,20 @@ Plan plan_request(const CollectiveRequest& r) {
                                std::clamp(std::ceil(r.bytes.bytes() / 262144.0), 1.0, 256.0));
       return plan_nvls_allreduce(r.ranks, r.bytes, NvlsOptions{pipeline});
     }
+    case Algorithm::CollNetChain: {
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      // `ranks` GPUs plus the SHARP switches. A chain is 2·ppn stages deep (16 on 8-GPU
+      // servers), so it pipelines finer than the tree: one chunk per 256 KiB per channel,
+      // 1..256 (NCCL streams a chain in Simple steps of a few hundred KiB).
+      const std::uint32_t channels = std::clamp<std::uint32_t>(r.channels, 1, 64);
+      const std::uint32_t pipeline =
+          r.pipeline > 0 ? r.pipeline
+                         : static_cast<std::uint32_t>(std::clamp(
+                               std::ceil(r.bytes.bytes() / channels / 262144.0), 1.0, 256.0));
+      return plan_collnet_chain_allreduce(
+          r.ranks, r.bytes,
+          CollNetChainOptions{r.ranks_per_node, channels, pipeline, r.sharp_of_local, flows_only});
+    }
     case Algorithm::NvlsTree: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       // `ranks` GPUs plus one NVSwitch rank per server; steps: in_switch_steps().

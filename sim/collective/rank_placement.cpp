@@ -257,12 +257,13 @@ std::vector<DeviceId> nvls_tree_devices(const Topology& topology,
   return devices;
 }
 
-NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
-                                    std::uint32_t ranks_per_node) {
-  const std::size_t ppn = ranks_per_node;
-  // The NVSwitch per server: NVLSTree's conditions (whole servers, one NVLS domain each).
-  NvlsSharpDevices out;
-  out.devices = nvls_tree_devices(topology, gpus, ranks_per_node);
+namespace {
+
+// Per local GPU index, the SHARP switch that reduces its shard: the network switch its first
+// rail NIC is cabled to, the same on every server (node-major `gpus`, `ppn` per server). The
+// distinct switches go to the end of `out.devices`. `what` names the algorithm in errors.
+void add_sharp_switches(const Topology& topology, const std::vector<DeviceId>& gpus,
+                        std::size_t ppn, const char* what, NvlsSharpDevices& out) {
   std::vector<DeviceId> switches;  // distinct SHARP switches, in order of first use
   for (std::size_t l = 0; l < ppn; ++l) {
     std::optional<DeviceId> shared;
@@ -280,22 +281,21 @@ NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<
         }
       if (!leaf)
         throw ConfigError(topology.origin(),
-                          fmt::format("NVLS with SHARP needs a NIC cabled to a network switch "
-                                      "near GPU '{}'",
-                                      topology.device(g).name));
+                          fmt::format("{} needs a NIC cabled to a network switch near GPU '{}'",
+                                      what, topology.device(g).name));
       if (!topology.device(*leaf).sharp)
         throw ConfigError(topology.device(*leaf).origin,
-                          fmt::format("NVLS across servers needs SHARP, and switch '{}' does not "
-                                      "reduce in the network (network.sharp: true on "
-                                      "InfiniBand; else use nvlstree, ring or tree)",
-                                      topology.device(*leaf).name));
+                          fmt::format("{} needs SHARP, and switch '{}' does not reduce in the "
+                                      "network (network.sharp: true on InfiniBand; else use "
+                                      "nvlstree, ring or tree)",
+                                      what, topology.device(*leaf).name));
       if (shared && *shared != *leaf)
         throw ConfigError(
             topology.origin(),
-            fmt::format("NVLS with SHARP reduces in the switch the NICs share, and the NICs of "
-                        "local GPU {} reach '{}' and '{}' (a SHARP tree over several switches "
-                        "is not modelled: one switch, or rail-optimized)",
-                        l, topology.device(*shared).name, topology.device(*leaf).name));
+            fmt::format("{} reduces in the switch the NICs share, and the NICs of local GPU {} "
+                        "reach '{}' and '{}' (a SHARP tree over several switches is not "
+                        "modelled: one switch, or rail-optimized)",
+                        what, l, topology.device(*shared).name, topology.device(*leaf).name));
       shared = leaf;
     }
     const auto it = std::find(switches.begin(), switches.end(), *shared);
@@ -303,6 +303,28 @@ NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<
     if (it == switches.end()) switches.push_back(*shared);
   }
   out.devices.insert(out.devices.end(), switches.begin(), switches.end());
+}
+
+}  // namespace
+
+NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
+                                    std::uint32_t ranks_per_node) {
+  // The NVSwitch per server: NVLSTree's conditions (whole servers, one NVLS domain each).
+  NvlsSharpDevices out;
+  out.devices = nvls_tree_devices(topology, gpus, ranks_per_node);
+  add_sharp_switches(topology, gpus, ranks_per_node, "NVLS across servers", out);
+  return out;
+}
+
+NvlsSharpDevices collnet_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
+                                 std::uint32_t ranks_per_node) {
+  const std::size_t ppn = ranks_per_node;
+  if (gpus.empty() || ppn == 0 || gpus.size() % ppn != 0 || gpus.size() == ppn)
+    throw ConfigError(topology.origin(),
+                      "CollNet needs whole servers, two or more, ranks in server order");
+  NvlsSharpDevices out;
+  out.devices = gpus;
+  add_sharp_switches(topology, gpus, ppn, "CollNet", out);
   return out;
 }
 
@@ -310,6 +332,7 @@ NvlsSharpDevices in_switch_devices(const Topology& topology, const std::vector<D
                                    std::uint32_t ranks_per_node, Algorithm algorithm) {
   if (algorithm == Algorithm::NvlsTree)
     return NvlsSharpDevices{nvls_tree_devices(topology, gpus, ranks_per_node), {}};
+  if (algorithm == Algorithm::CollNetChain) return collnet_devices(topology, gpus, ranks_per_node);
   if (algorithm != Algorithm::Nvls)
     throw std::invalid_argument("in_switch_devices: not an in-switch algorithm");
   // One NVLink domain first (it may span several `node:` values, e.g. NVL72 trays); across

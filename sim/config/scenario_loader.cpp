@@ -256,6 +256,26 @@ LoadedScenario load(const std::string& text, const std::string& file,
         s.fail("algorithm", name + " cannot run on these GPUs: " + why);
       }
     }
+    if (sc.sync.strategy == SyncStrategy::AllReduce &&
+        sc.sync.algorithm == SyncAlgorithm::CollNetChain) {
+      // CollNet needs two servers or more whose GPU-l NICs share a SHARP switch
+      // (collnet_devices()), under NCCL, with one data-parallel group.
+      const MapReader s(top.node("sync"), file, "sync", kSyncKeys);
+      const Topology& topo = out.topology.topology;
+      if (topo.software() != SoftwareModel::Nccl)
+        s.fail("algorithm", "collnetchain is NCCL's algorithm, and the topology has software: none");
+      if (!sc.parallel.plain())
+        s.fail("algorithm", "collnetchain runs with plain data parallelism (parallel: of one "
+                            "data-parallel group)");
+      try {
+        const std::vector<DeviceId> placed = place_ranks(topo, used);
+        (void)collnet_devices(topo, placed, ranks_per_node(topo, placed));
+      } catch (const ConfigError& e) {
+        std::string why = e.what();  // "topology.yaml:L:C: error: why"
+        if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);
+        s.fail("algorithm", "collnetchain cannot run on these GPUs: " + why);
+      }
+    }
     if (sc.sync.strategy != SyncStrategy::AllReduce && sc.sync.ps.hosts) {
       if (!sc.parallel.plain())
         throw ConfigError(sc.sync.ps.hosts->origin,

@@ -64,7 +64,37 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     if (intra != LinkClass::NvLink)
       throw std::invalid_argument("nccl_cost: NVLSTree needs NVLink through an NVSwitch");
   }
+  if (algorithm == Algorithm::CollNetChain) {
+    if (op != CollectiveOp::AllReduce)
+      throw std::invalid_argument("nccl_cost: gradsync's CollNetChain runs AllReduce only");
+    if (protocol != NcclProtocol::Simple)
+      throw std::invalid_argument("nccl_cost: CollNetChain runs the Simple protocol only");
+  }
   if (ranks == 1) return c;  // NCCL: nothing to do (a local copy)
+  if (algorithm == Algorithm::CollNetChain) {
+    // Chains inside the servers (2·(ppn − 1) NVLink or PCI hops) and one round trip to the
+    // SHARP switch; its sends are Simple sends, so the simulated links' rates stand (factor 1).
+    const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s: channels × bwIntra
+    const std::uint32_t ppn = ranks / nodes;
+    const double inter = ppn == 1 ? kHwLat[static_cast<int>(LinkClass::Net)][kTree][kSimple]
+                                  : kCollNetChainNetLat;
+    c.base = Seconds(0.0);
+    c.per_step_intra = Seconds(kCollNetChainHopLat * kUs);
+    c.per_step_inter = Seconds(inter / 2.0 * kUs);
+    c.inter_steps = nodes > 1 ? 2 : 0;
+    c.steps = 2 * (ppn - 1) + c.inter_steps;
+    c.protocol_factor = 1.0;
+    if (options.run_channels > 0 && options.comm_channels > 0)
+      c.channel_factor = std::min(
+          1.0, static_cast<double>(options.run_channels) * options.channel_scale / options.comm_channels);
+    c.bandwidth_factor = c.channel_factor;
+    c.bandwidth_factor_net = c.bandwidth_factor;
+    const double lat_us = 2.0 * (ppn - 1) * kCollNetChainHopLat + (nodes > 1 ? inter : 0.0);
+    c.latency = Seconds(lat_us * kUs);
+    c.predicted =
+        Seconds((lat_us + bytes.bytes() / (1000.0 * bus * kCollNetChainRatio)) * kUs);
+    return c;
+  }
   if (algorithm == Algorithm::Nvls && nodes > 1) {
     // Across servers with SHARP (plan_nvls_sharp_allreduce): four NVLink legs (a quarter of
     // NCCL's NVLS NVLink hop each) and the two network legs to the SHARP switch and back (half
@@ -251,7 +281,8 @@ NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks
   bool have = false;
   for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
     if (!nccl_protocol_enabled(p, intra, options)) continue;
-    if ((algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree) &&
+    if ((algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree ||
+         algorithm == Algorithm::CollNetChain) &&
         p != NcclProtocol::Simple)
       continue;  // Simple only
     const NcclStepCost c =

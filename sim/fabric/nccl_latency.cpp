@@ -107,6 +107,7 @@ double nvls_bandwidth_factor(GpuGeneration gpu) {
 Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol) {
   if (algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree)
     return Seconds(kNvlsBaseLat * kUs);
+  if (algorithm == Algorithm::CollNetChain) return Seconds(0.0);
   return Seconds(kBaseLat[algo_row(algorithm)][proto_col(protocol)] * kUs);
 }
 
@@ -114,6 +115,10 @@ Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protoc
   if (algorithm == Algorithm::Nvls) {
     if (protocol != NcclProtocol::Simple || link == LinkClass::Pci) return Seconds(0.0);
     return Seconds((link == LinkClass::NvLink ? kNvlsNvlinkHopLat : kNvlsNetHopLat) * kUs);
+  }
+  if (algorithm == Algorithm::CollNetChain) {
+    if (protocol != NcclProtocol::Simple) return Seconds(0.0);
+    return Seconds((link == LinkClass::Net ? kCollNetChainNetLat : kCollNetChainHopLat) * kUs);
   }
   if (algorithm == Algorithm::NvlsTree) {
     if (protocol != NcclProtocol::Simple || link == LinkClass::Pci) return Seconds(0.0);

@@ -12,8 +12,9 @@
 //   - graphs[a].latencyInter (a network plugin's declared latency): 0 for the IB/RoCE plugin;
 //     the shipped topologies carry network latency on their links instead;
 //   - the ×0.85 bandwidth of a Tree graph with NCCL_TOPO_PATTERN_TREE (a graph-search detail);
-//   - CollNet, PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS in one
-//     NVSwitch domain and NVLSTree across servers are modelled: see kNvls* below);
+//   - CollNetDirect, PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS in
+//     one NVSwitch domain, NVLSTree across servers and CollNetChain are modelled: see kNvls*
+//     and kCollNetChain* below);
 //   - numPipeOps (aggregated launches): one collective at a time here.
 #pragma once
 
@@ -85,6 +86,17 @@ inline constexpr double kNvlsNetHopLat = 18.0;
 // the network hop per tree level up and down. gradsync's NVLSTree plan has four NVLink legs per
 // chunk on its critical path (push, delivery, store, multicast), each charged a quarter of it.
 inline constexpr double kNvlsTreeNetHopLat = 20.9;
+
+// CollNetChain (Simple only; NCCL_COLLNET_ENABLE=1 with a SHARP plugin): base 0,
+// hwLatencies[NVLINK][COLLNET_CHAIN][Simple] = [PCI] = 2.8 µs, [NET] = 30 µs (same file);
+// tuning.cc: latency = 2·(ppn − 1)·intraLat + interLat (interLat: Tree's NET Simple hop, 14 µs,
+// with one GPU per node), bandwidth nChannels × the graph's bwIntra whatever the node count,
+// algorithm bandwidth half of it (the "ratio .5" of non-ring algorithms). gradsync's plan
+// crosses the network twice per chunk (head → SHARP switch and back), each leg charged half
+// of interLat.
+inline constexpr double kCollNetChainHopLat = 2.8;
+inline constexpr double kCollNetChainNetLat = 30.0;
+inline constexpr double kCollNetChainRatio = 0.5;
 
 inline int algo_row(Algorithm a) { return a == Algorithm::Tree ? kTree : kRing; }
 inline int proto_col(NcclProtocol p) { return static_cast<int>(p); }

@@ -61,6 +61,7 @@ constexpr double kMaxThreadsLL128 = 640.0;     // NCCL_LL128_MAX_NTHREADS
 constexpr double kThresholdLL = 8.0;           // NCCL_LL_THREAD_THRESHOLD (× ranks for Ring)
 constexpr double kThresholdLL128 = 8.0;        // NCCL_LL128_THREAD_THRESHOLD
 constexpr double kThresholdSimple = 64.0;      // NCCL_SIMPLE_THREAD_THRESHOLD
+constexpr double kThresholdCollNet = 512.0;    // threadThresholds[COLLNET_*][SIMPLE] (tuning.cc)
 // enqueue.cc scheduleCollTasksToPlan: MinTrafficPerChannel.
 constexpr double kMinTrafficPerChannel = 32.0 * 1024;
 
@@ -303,6 +304,13 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.comm_channels = std::min(kMaxChannels, 2 * v.ring.channels);
   if (v.gpu >= GpuGeneration::Hopper && v.nodes > 1 && v.ring.bw_intra > 45.0 && v.comm_channels < 16)
     v.comm_channels = std::min(kMaxChannels, 2 * v.comm_channels);
+  if (v.nodes > 1) {
+    try {
+      (void)collnet_devices(topology, rank_devices, ppn);
+      v.collnet = true;
+    } catch (const ConfigError&) {
+    }
+  }
   if (in_switch && v.gpu >= GpuGeneration::Hopper && g.nvlink) {
     // The NVLS graph has one channel per head GPU (search.cc: minChannels = maxChannels =
     // min(NCCL_MAX_NVLS_ARITY, GPUs)); non-ring patterns see the GPU's links × n/(n-1).
@@ -349,12 +357,15 @@ void set_nvls_loops(CollectiveRequest& request, const NcclTopologyView& view) {
 }
 
 const NcclGraph& nccl_graph(const NcclTopologyView& view, Algorithm algorithm) {
-  return algorithm == Algorithm::Tree ? view.tree : view.ring;
+  return algorithm == Algorithm::Tree || algorithm == Algorithm::CollNetChain ? view.tree
+                                                                              : view.ring;
 }
 
 BytesPerSecond nccl_bus_bandwidth(const NcclTopologyView& view, Algorithm algorithm) {
   const NcclGraph& g = nccl_graph(view, algorithm);
-  const double per_channel = view.nodes <= 2 ? g.bw_intra : g.bw_inter;
+  // tuning.cc: bwIntra on up to 2 nodes and for CollNet, bwInter beyond.
+  const double per_channel =
+      view.nodes <= 2 || algorithm == Algorithm::CollNetChain ? g.bw_intra : g.bw_inter;
   return BytesPerSecond(g.channels * per_channel * 1e9);
 }
 
@@ -397,6 +408,7 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
     // collnetEnable when nNodes > 1).
     if (view.nodes > 1 && view.sharp) algorithms.push_back(Algorithm::Nvls);
   }
+  if (op == CollectiveOp::AllReduce && view.collnet) algorithms.push_back(Algorithm::CollNetChain);
   for (Algorithm a : algorithms) {
     if (!ok(a)) continue;
     if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) {
@@ -408,6 +420,7 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
     const BytesPerSecond bus = nccl_bus_bandwidth(view, a);
     for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
       if (!nccl_protocol_enabled(p, view.intra, options)) continue;
+      if (a == Algorithm::CollNetChain && p != NcclProtocol::Simple) continue;  // Simple only
       const NcclStepCost cost = nccl_cost(a, p, op, view.ranks, view.nodes, view.intra, bytes, bus, options);
       NcclCandidate c{a, p, cost.latency.seconds() * 1e6, 0.0, cost.predicted.seconds() * 1e6};
       const double bw_part = c.predicted_us - c.latency_us;
@@ -455,6 +468,8 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
   } else if (t.protocol == NcclProtocol::LL128) {
     threads = kMaxThreadsLL128;
     threshold = kThresholdLL128;
+  } else if (t.algorithm == Algorithm::CollNetChain) {
+    threshold = kThresholdCollNet;
   } else if (ring && view.ring.bw_intra * view.ring.channels <= kPciBw) {
     threads = kMaxThreadsPcieRing;
   }

@@ -49,14 +49,16 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   // NVSwitch per server. An explicit NVLS / NVLSTree reports why it cannot run; auto tries them
   // only where they can (AllReduce, NVSwitches of NVLink4 or later, NCCL's software model,
   // which carries NVLS's bandwidth): NVLS in one server, NVLSTree across servers.
+  // CollNetChain: the SHARP switches the servers' NICs share, after the GPUs.
   std::map<Algorithm, std::vector<DeviceId>> switch_devices;
-  std::vector<std::uint32_t> sharp_of_local;  // NVLS across servers: SHARP switch per local GPU
+  // NVLS across servers and CollNetChain: the SHARP switch per local GPU.
+  std::map<Algorithm, std::vector<std::uint32_t>> sharp_of_local;
   const auto with_switches = [&](Algorithm a) {
     NvlsSharpDevices d = in_switch_devices(topo, ranks, ppn, a);
-    if (a == Algorithm::Nvls) sharp_of_local = d.sharp_of_local;
+    sharp_of_local[a] = d.sharp_of_local;
     return d.devices;
   };
-  for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree}) {
+  for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNetChain}) {
     if (request.algorithm == a) {
       if (op != CollectiveOp::AllReduce)
         throw ConfigError(mark("--algo"), std::string(to_string(op)) + " has no " +
@@ -89,7 +91,6 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   base.ranks = n;
   base.ranks_per_node = ppn;
   base.node_sizes = node_blocks(topo, ranks);
-  base.sharp_of_local = sharp_of_local;
   base.channels = request.channels > 0 ? request.channels : default_ring_channels(topo, ranks, ppn);
   base.pipeline = request.pipeline;
   base.root = request.root;
@@ -105,6 +106,8 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
     CollectiveRequest r = base;
     r.algorithm = a;
     r.bytes = bytes;
+    if (const auto it = sharp_of_local.find(a); it != sharp_of_local.end())
+      r.sharp_of_local = it->second;
     if (a == Algorithm::ParameterServer) r.ranks = static_cast<std::uint32_t>(ps_ranks.size());
     try {
       return plan_collective(r, plan_fidelity);

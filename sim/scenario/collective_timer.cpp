@@ -35,10 +35,7 @@ std::pair<Seconds, Algorithm> CollectiveTimer::time(const Group& group, int grou
         const double factor = bytes.bytes() / std::get<3>(near->first);
         it = cache_.emplace(key, scaled_timing(near->second, factor)).first;
       } else {
-        CollectiveRequest r = group.base;
-        r.op = op;
-        r.algorithm = a;
-        r.bytes = bytes;
+        const CollectiveRequest r = group.request(op, a, bytes);
         PlanTiming t = sim_.run_plan(plan_or_fail(r, fidelity_, scenario_),
                                      group.devices_for(a), fidelity_);
         it = cache_.emplace(key, std::move(t)).first;
@@ -92,9 +89,22 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
   }
 }
 
+void set_collnet(CollectiveTimer::Group& group, const Topology& topo,
+                 const std::vector<DeviceId>& gpus, std::uint32_t ppn) {
+  group.collnet_devices.clear();
+  group.collnet_sharp_of_local.clear();
+  if (topo.software() != SoftwareModel::Nccl || gpus.size() < 2 || ppn >= gpus.size()) return;
+  try {
+    NvlsSharpDevices d = collnet_devices(topo, gpus, ppn);
+    group.collnet_devices = std::move(d.devices);
+    group.collnet_sharp_of_local = std::move(d.sharp_of_local);
+  } catch (const ConfigError&) {
+  }
+}
+
 std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std::uint32_t ranks,
                                       std::uint32_t ppn, std::optional<Algorithm> in_switch,
-                                      bool tree_too, bool nccl) {
+                                      bool tree_too, bool nccl, bool collnet) {
   if (sync.strategy != SyncStrategy::AllReduce) return {Algorithm::ParameterServer};
   if (op != CollectiveOp::AllReduce) return {Algorithm::Ring};  // Top-K all-gather
   switch (sync.algorithm) {
@@ -107,10 +117,14 @@ std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std
     // no in-switch reduction applies (the loader rejects that for the whole cluster).
     case SyncAlgorithm::Nvls:
     case SyncAlgorithm::NvlsTree: return {in_switch.value_or(Algorithm::Ring)};
+    // The one-server reference of a CollNet cluster runs the ring (no network to reduce in).
+    case SyncAlgorithm::CollNetChain:
+      return {collnet && nccl ? Algorithm::CollNetChain : Algorithm::Ring};
     case SyncAlgorithm::Auto: {
       std::vector<Algorithm> a = auto_candidates(op, ranks, ppn, nccl);
       if (in_switch) a.push_back(*in_switch);
       if (tree_too) a.push_back(Algorithm::NvlsTree);
+      if (collnet && nccl) a.push_back(Algorithm::CollNetChain);
       return a;
     }
   }

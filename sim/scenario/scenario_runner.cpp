@@ -21,6 +21,7 @@ namespace gradsync {
 using detail::algorithms_for;
 using detail::CollectiveTimer;
 using detail::plan_or_fail;
+using detail::set_collnet;
 using detail::set_in_switch;
 
 namespace {
@@ -262,6 +263,16 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                                                                 "nvlstree, or nvls with SHARP)")
                                                   : ": " + no_nvls));
   if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, false, nullptr);
+  // CollNetChain where the servers' NICs share SHARP switches (auto, or asked for: the loader
+  // checked that it can run).
+  if ((sc.sync.algorithm == SyncAlgorithm::Auto || sc.sync.algorithm == SyncAlgorithm::CollNetChain) &&
+      sc.sync.strategy == SyncStrategy::AllReduce)
+    set_collnet(all, topo, devices, ppn);
+  if (sc.sync.algorithm == SyncAlgorithm::CollNetChain &&
+      sc.sync.strategy == SyncStrategy::AllReduce && all.collnet_devices.empty())
+    throw ConfigError(SourceMark{sc.file.string(), 0, 0},
+                      "sync.algorithm: collnetchain cannot run on these GPUs (two servers or "
+                      "more whose NICs share SHARP switches, network.sharp: true)");
   const bool nccl = topo.software() == SoftwareModel::Nccl;
   // NVLSTree pipelines in NCCL's loops (nvls_tree_pipeline_steps).
   if (nccl && !all.nvls_devices.empty() &&
@@ -285,11 +296,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
         if (std::find(ops.begin(), ops.end(), wire.op) == ops.end()) ops.push_back(wire.op);
       for (CollectiveOp op : ops)
         for (Algorithm a : algorithms_for(sc.sync, op, group_ranks, g.base.ranks_per_node,
-                                          g.in_switch(), g.tree_too, nccl)) {
-          CollectiveRequest r = g.base;
-          r.op = op;
-          r.algorithm = a;
-          r.bytes = Bytes(4096.0 * group_ranks);
+                                          g.in_switch(), g.tree_too, nccl,
+                                          !g.collnet_devices.empty())) {
+          const CollectiveRequest r = g.request(op, a, Bytes(4096.0 * group_ranks));
           const auto p = device_pairs(plan_or_fail(r, Fidelity::Flow, SourceMark{sc.file.string(), 0, 0}),
                                       g.devices_for(a));
           pairs.insert(pairs.end(), p.begin(), p.end());
@@ -305,7 +314,8 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   for (const BucketWire& wire : result.sync_plan.buckets) {
     const auto [t, algo] = timer.time(all, 0, wire.op,
                                       algorithms_for(sc.sync, wire.op, gpus, ppn,
-                                                     all.in_switch(), all.tree_too, nccl),
+                                                     all.in_switch(), all.tree_too, nccl,
+                                                     !all.collnet_devices.empty()),
                                       wire.bytes,
                                       &link_a, &link_b);
     result.collective_times.push_back(t);

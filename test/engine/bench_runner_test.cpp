@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gradsync/config/topology_loader.hpp"
 #include "gradsync/scenario/bench_runner.hpp"
 #include "gradsync/units/config_error.hpp"
 #include "sim_check.hpp"
@@ -140,4 +141,46 @@ TEST_CASE("bench runner: more ranks than GPUs, or no sizes, are refused") {
   request.gpus = 4;
   request.sizes.clear();
   CHECK_THROWS_AS(static_cast<void>(run_bench(star, request)), std::invalid_argument);
+}
+
+TEST_CASE("bench runner: CollNetChain is bound by its chains' NVLink load, whatever the servers") {
+  // `nodes` servers of 4 GPUs on a 100 GB/s NVSwitch, 4 x 400G NICs on rail switches that
+  // reduce (SHARP), every link at its line rate and without latency (software: none).
+  const auto cluster = [](int nodes) {
+    return load_topology_text(
+               "name: sharp-rails\nsoftware: none\nnodes: " + std::to_string(nodes) +
+                   "\nnode:\n  gpus: 4\n"
+                   "  intra: {fabric: nvlink, switch: true, bandwidth: 100GB/s, latency: 0ns, "
+                   "efficiency: 1}\n"
+                   "  nics: 4\n  nic_bandwidth: 400Gbps\n"
+                   "  pcie: {bandwidth: 64GB/s, latency: 0ns, efficiency: 1}\n"
+                   "network: {fabric: infiniband, shape: rail-optimized, sharp: true, "
+                   "link_latency: 0ns, switch_latency: 0ns, efficiency: 1}\n",
+               "sharp-rails.yaml")
+        .topology;
+  };
+  BenchRequest request;
+  request.algorithm = Algorithm::CollNetChain;
+  request.sizes = {1024.0 * 1048576.0};
+  request.simgrid_args = simgrid_args();
+  std::vector<double> times;
+  for (int nodes : {2, 4}) {
+    const BenchResult result = run_bench(cluster(nodes), request);
+    REQUIRE(result.rows.size() == 1);
+    CHECK(result.rows[0].algorithm == "collnetchain");
+    times.push_back(result.rows[0].time_us);
+  }
+  // Each GPU port carries 2S(ppn-1)/ppn = 1.5 S each way; a NIC S/4 at 50 GB/s (less).
+  CHECK(times[0] == doctest::Approx(1.5 * 1024.0 * 1048576.0 / 100e9 * 1e6).epsilon(0.03));
+  // The SHARP switch reduces: 4 servers take as long as 2.
+  CHECK(times[1] == doctest::Approx(times[0]).epsilon(0.01));
+  // Without SHARP it is refused, saying why.
+  const std::string plain =
+      "name: plain\nsoftware: none\nnodes: 2\nnode:\n  gpus: 4\n"
+      "  intra: {fabric: nvlink, switch: true, bandwidth: 100GB/s, latency: 0ns}\n"
+      "  nics: 4\n  nic_bandwidth: 400Gbps\n  pcie: {bandwidth: 64GB/s, latency: 0ns}\n"
+      "network: {fabric: infiniband, shape: rail-optimized, link_latency: 0ns, "
+      "switch_latency: 0ns}\n";
+  CHECK_THROWS_WITH_AS((void)run_bench(load_topology_text(plain, "plain.yaml").topology, request),
+                       doctest::Contains("CollNet needs SHARP"), ConfigError);
 }

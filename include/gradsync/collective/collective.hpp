@@ -27,7 +27,7 @@
 namespace gradsync {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
-enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree };
+enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree, CollNetChain };
 
 [[nodiscard]] std::string_view to_string(CollectiveOp op);
 [[nodiscard]] std::string_view to_string(Algorithm algorithm);
@@ -39,7 +39,8 @@ enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree
 enum class AutoUse : std::uint8_t {
   Always,        // auto tries it for every op it plans
   WithoutNccl,   // only under software: none, across servers of several GPUs (NCCL lacks it)
-  InSwitch,      // where the GPUs' switches can reduce (NVLS family: the callers decide)
+  InSwitch,      // where the GPUs' or the network's switches can reduce (NVLS family, CollNet
+                 // over SHARP switches: the callers decide)
   Never,         // an explicit choice only (parameter servers are a strategy, not a contender)
 };
 struct AlgorithmInfo {
@@ -393,6 +394,28 @@ struct NvlsSharpOptions {
 [[nodiscard]] Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes,
                                              const NvlsSharpOptions& options);
 
+struct CollNetChainOptions {
+  std::uint32_t ranks_per_node = 1;  // GPUs per server; divides the GPUs, two servers or more
+  std::uint32_t channels = 1;        // chains per server, 1..64, each from its own head GPU
+  std::uint32_t pipeline = 1;        // chunks per channel
+  // Per local GPU index l: which SHARP switch (0, 1, …, after the GPUs) the servers' GPU-l
+  // NICs share (collnet_devices() in rank_placement.hpp).
+  std::vector<std::uint32_t> sharp_of_local;
+  bool flows_only = false;  // build the flows-only plan from one chunk per channel
+};
+// NCCL's CollNetChain AllReduce (NVIDIA/nccl src/device/all_reduce.h, the CollNet chain; the
+// network part through the SHARP plugin, NCCL_COLLNET_ENABLE=1): on channel c the GPUs of each
+// server form a chain hanging from head GPU h_c = c·ppn/channels (then h_c+1, …, wrapping);
+// a chunk is reduced up the chain, the head sends the server's partial sum through its NIC to
+// the SHARP switch, which reduces the servers' sums in the network and returns the total to
+// every head, and the chain broadcasts it back down. Ranks: GPUs 0..G-1 node-major, then SHARP
+// switch s at G + s. contributors = G; steps = 2·ppn (ppn − 1 NVLink hops and one network hop
+// each way). Per GPU port ~2S(ppn−1)/ppn each way (as a ring inside one server); per NIC
+// S/min(channels, NICs) each way whatever the number of servers. Time ≈ (2·ppn + P − 1)·α +
+// 2S(ppn−1)/(ppn·B) for large P.
+[[nodiscard]] Plan plan_collnet_chain_allreduce(std::uint32_t gpus, Bytes bytes,
+                                                const CollNetChainOptions& options);
+
 // Splits `total` into `parts` pieces of floor(total/parts) bytes, the last one taking the
 // remainder, so whole-byte sizes stay whole and the pieces add up to `total` exactly.
 [[nodiscard]] std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts);
@@ -417,7 +440,7 @@ struct CollectiveRequest {
   // over servers filled unevenly (ranks_per_node 1 then); empty: ranks_per_node describes them.
   std::vector<std::uint32_t> node_sizes;
   // nvls across servers (with SHARP): NvlsSharpOptions::sharp_of_local; empty = one NVLink
-  // domain (plan_nvls_allreduce).
+  // domain (plan_nvls_allreduce). collnetchain: CollNetChainOptions::sharp_of_local.
   std::vector<std::uint32_t> sharp_of_local;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring

@@ -100,9 +100,18 @@ struct NvlsSharpDevices {
                                                   const std::vector<DeviceId>& gpus,
                                                   std::uint32_t ranks_per_node);
 
+// The devices of a CollNet plan (plan_collnet_chain_allreduce) over these node-major GPUs,
+// `ranks_per_node` per server, two servers or more: the GPUs, then the SHARP switches, with
+// sharp_of_local as for NVLS across servers (no NVSwitch needed). Throws ConfigError saying
+// which condition fails.
+[[nodiscard]] NvlsSharpDevices collnet_devices(const Topology& topology,
+                                               const std::vector<DeviceId>& gpus,
+                                               std::uint32_t ranks_per_node);
+
 // The devices of an in-switch AllReduce `algorithm` over these node-major GPUs
 // (`ranks_per_node` per server): Nvls in one NVLink domain (the GPUs, then nvls_switch()), Nvls
-// across servers (nvls_sharp_devices(), with sharp_of_local), NvlsTree (nvls_tree_devices()).
+// across servers (nvls_sharp_devices(), with sharp_of_local), NvlsTree (nvls_tree_devices()),
+// CollNetChain (collnet_devices()).
 // Throws ConfigError saying why it cannot run, std::invalid_argument for another algorithm.
 [[nodiscard]] NvlsSharpDevices in_switch_devices(const Topology& topology,
                                                  const std::vector<DeviceId>& gpus,

@@ -64,6 +64,11 @@ struct NcclTopologyView {
   // NVLS across servers with SHARP can run (nvls_sharp_devices() in rank_placement.hpp): NCCL's NVLS
   // algorithm on several nodes, which it offers only with CollNet.
   bool sharp = false;
+  // CollNet can run (collnet_devices() in rank_placement.hpp: two servers or more whose GPU-l
+  // NICs share a SHARP switch): NCCL's CollNetChain, with NCCL_COLLNET_ENABLE=1 and the SHARP
+  // plugin, which network.sharp stands for. Its graph is the tree graph (search.cc pass 2
+  // raises bwIntra "for trees (2 nodes or collnet)"), its bandwidth channels × bwIntra.
+  bool collnet = false;
   std::optional<double> nvls_efficiency;  // the topology's nvls_efficiency (nccl_model.hpp)
   NcclSettings settings;  // the topology's `nccl:` (protocols, tuner rules)
 };

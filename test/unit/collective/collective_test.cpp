@@ -1192,6 +1192,77 @@ TEST_CASE("nvls with SHARP: NVSwitches reduce in each server, the SHARP switch a
   CHECK(plan.chunks() == 64 * 8);  // one step per MiB, at most 64, 8 shards each
 }
 
+TEST_CASE("collnetchain: a chain per channel in each server, the SHARP switch across them") {
+  for (const std::uint32_t nodes : {2U, 3U, 4U, 8U}) {
+    for (const std::uint32_t ppn : {1U, 2U, 4U, 8U}) {
+      for (const std::uint32_t channels : {1U, 2U, 8U}) {
+        for (const bool rails : {false, true}) {  // one SHARP switch, or one per local index
+          CAPTURE(nodes);
+          CAPTURE(ppn);
+          CAPTURE(channels);
+          CAPTURE(rails);
+          const std::uint32_t g = nodes * ppn;
+          std::vector<std::uint32_t> sharp(ppn, 0);
+          if (rails)
+            for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;
+          const std::uint32_t switches = rails ? ppn : 1;
+          const Bytes s{1000.0 * channels * 3 + 7};
+          const Plan plan = plan_collnet_chain_allreduce(g, s, {ppn, channels, 3, sharp});
+          REQUIRE_PLAN_OK(plan);
+          CHECK(plan.algorithm == Algorithm::CollNetChain);
+          CHECK(plan.ranks == g + switches);
+          CHECK(plan.contributors == g);
+          CHECK(plan.steps == 2 * ppn);
+          CHECK(plan.transfers.size() == 2ULL * g * channels * 3);
+          // GPUs talk only inside their server; only channel c's head (local c·ppn/channels)
+          // talks to the network, to the SHARP switch of its local index; per server each
+          // channel's bytes go up once and come down once, and cross 2 (ppn - 1) GPU links.
+          std::vector<double> up(nodes, 0.0), down(nodes, 0.0), inside(nodes, 0.0);
+          for (const Transfer& t : plan.transfers) {
+            const double b = plan.bytes_of(t).bytes();
+            if (t.src < g && t.dst < g) {
+              CHECK(t.src / ppn == t.dst / ppn);
+              inside[t.src / ppn] += b;
+            } else if (t.src < g) {
+              const std::uint32_t head = t.channel * ppn / channels;
+              CHECK(t.src % ppn == head);
+              CHECK(t.dst == g + sharp[head]);
+              CHECK(t.kind == TransferKind::Reduce);
+              up[t.src / ppn] += b;
+            } else {
+              CHECK(t.dst % ppn == t.channel * ppn / channels);
+              CHECK(t.kind == TransferKind::Copy);
+              down[t.dst / ppn] += b;
+            }
+          }
+          for (std::uint32_t a = 0; a < nodes; ++a) {
+            CHECK(up[a] == doctest::Approx(s.bytes()));
+            CHECK(down[a] == doctest::Approx(s.bytes()));
+            CHECK(inside[a] == doctest::Approx(2.0 * (ppn - 1) * s.bytes()));
+          }
+        }
+      }
+    }
+  }
+  CHECK_THROWS_AS((void)plan_collnet_chain_allreduce(8, Bytes(8.0), {8, 1, 1, std::vector<std::uint32_t>(8, 0)}),
+                  std::invalid_argument);  // one server: nothing to reduce in the network
+  CHECK_THROWS_AS((void)plan_collnet_chain_allreduce(8, Bytes(8.0), {4, 1, 1, {0, 0, 0}}),
+                  std::invalid_argument);  // one SHARP switch per local index
+  CollectiveRequest r;
+  r.algorithm = Algorithm::CollNetChain;
+  r.ranks = 16;
+  r.ranks_per_node = 8;
+  r.channels = 8;
+  r.sharp_of_local = {0, 1, 2, 3, 4, 5, 6, 7};
+  r.bytes = Bytes(64.0 * 1048576.0);
+  const Plan plan = plan_collective(r);
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.ranks == 16 + 8);
+  CHECK(plan.chunks() == 8 * 32);  // 8 channels, one chunk per 256 KiB of each
+  r.op = CollectiveOp::AllGather;
+  CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
+}
+
 TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch is rank n") {
   CollectiveRequest r;
   r.algorithm = Algorithm::Nvls;
@@ -1243,7 +1314,7 @@ TEST_CASE("algorithm registry: every algorithm once, names round-trip, auto's co
   for (const AlgorithmInfo& a : algorithm_registry())
     CHECK(sync_algorithm_from_string(a.name).has_value() == (a.in_auto != AutoUse::Never));
   CHECK(algorithm_names([](const AlgorithmInfo& a) { return a.nccl; }) ==
-        std::vector<std::string>{"ring", "tree", "nvls", "nvlstree"});
+        std::vector<std::string>{"ring", "tree", "nvls", "nvlstree", "collnetchain"});
   using V = std::vector<Algorithm>;
   CHECK(auto_candidates(CollectiveOp::AllReduce, 32, 8, true) == V{Algorithm::Ring, Algorithm::Tree});
   CHECK(auto_candidates(CollectiveOp::AllReduce, 32, 8, false) ==

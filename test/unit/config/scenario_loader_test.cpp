@@ -297,6 +297,12 @@ TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spe
   std::string one_h100 = kBase + "sync: {algorithm: nvlstree}\n";
   one_h100.replace(one_h100.find("pcie-4gpu.yaml"), 14, "dgx-h100.yaml");
   check_error_at(error_of(one_h100), 11, 19, "one server: use nvls");
+  // CollNetChain needs two servers or more whose NICs share SHARP switches.
+  check_error_at(error_of(kBase + "sync: {algorithm: collnetchain}\n"), 11, 19,
+                 "collnetchain cannot run on these GPUs: CollNet needs whole servers, two or more");
+  std::string no_sharp = kBase + "sync: {algorithm: collnetchain}\n";
+  no_sharp.replace(no_sharp.find("pcie-4gpu.yaml"), 14, "dgx-h100-4node-ib.yaml");
+  check_error_at(error_of(no_sharp), 11, 19, "CollNet needs SHARP");
   // Absurd times are unit typos: at most an hour per micro-batch.
   std::string slow = kBase;
   slow.replace(slow.find("30ms"), 4, "30000s");

@@ -335,7 +335,8 @@ TEST_CASE("per-size channels bound a protocol's bandwidth (channel_factor)") {
 namespace {
 
 // `nodes` DGX-H100-like servers (8 GPUs, 8 x 400G NICs) on an InfiniBand network of `shape`.
-Topology sharp_cluster(int nodes, NetworkShape shape, bool sharp, int hosts_per_leaf = 0) {
+Topology sharp_cluster(int nodes, NetworkShape shape, bool sharp, int hosts_per_leaf = 0,
+                       GpuGeneration gpu = GpuGeneration::Hopper) {
   ClusterSpec spec;
   spec.name = "sharp-test";
   spec.nodes = nodes;
@@ -356,7 +357,7 @@ Topology sharp_cluster(int nodes, NetworkShape shape, bool sharp, int hosts_per_
   net.sharp = sharp;
   net.origin = SourceMark{"cluster.yaml", 9, 1};
   spec.network = net;
-  spec.gpu = GpuGeneration::Hopper;
+  spec.gpu = gpu;
   spec.origin = SourceMark{"cluster.yaml", 1, 1};
   return expand_cluster(spec);
 }
@@ -425,4 +426,47 @@ TEST_CASE("SHARP: NCCL's tuner offers NVLS across servers and prefers it to NVLS
   CHECK(tree == doctest::Approx(25.0 + 4 * 20.9));
   for (const NcclCandidate& c : nccl_tune(w, kAR, Bytes(1024 * kMiB)).candidates)
     CHECK(c.algorithm != Algorithm::Nvls);
+}
+
+TEST_CASE("CollNet: NCCL's tuner offers CollNetChain where the servers' NICs share SHARP switches") {
+  const Topology with = sharp_cluster(4, NetworkShape::RailOptimized, true);
+  const Topology without = sharp_cluster(4, NetworkShape::RailOptimized, false);
+  const NcclTopologyView v = view_of(with, 8, Algorithm::Nvls);
+  CHECK(v.collnet);
+  CHECK_FALSE(view_of(without, 8, Algorithm::NvlsTree).collnet);
+  // collnet_devices: the GPUs, then one SHARP switch per rail (no NVSwitch).
+  const NvlsSharpDevices d = collnet_devices(with, with.gpus(), 8);
+  CHECK(d.devices.size() == 32 + 8);
+  CHECK(d.sharp_of_local == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(with.device(d.devices[32]).sharp);
+  CHECK_THROWS_WITH_AS((void)collnet_devices(without, without.gpus(), 8),
+                       doctest::Contains("CollNet needs SHARP"), ConfigError);
+  std::vector<DeviceId> first(with.gpus().begin(), with.gpus().begin() + 8);
+  CHECK_THROWS_WITH_AS((void)collnet_devices(with, first, 8), doctest::Contains("two or more"),
+                       ConfigError);
+  // tuning.cc: CollNetChain latency 2 (ppn - 1) x 2.8 + 30 us, bandwidth channels x bwIntra of
+  // its graph (the tree graph) whatever the node count, algorithm bandwidth half of it.
+  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclCandidate* chain = nullptr;
+  for (const NcclCandidate& c : t.candidates)
+    if (c.algorithm == Algorithm::CollNetChain) chain = &c;
+  REQUIRE(chain != nullptr);
+  CHECK(chain->protocol == NcclProtocol::Simple);
+  CHECK(chain->latency_us == doctest::Approx(2 * 7 * 2.8 + 30.0));
+  CHECK(chain->bandwidth_GBps ==
+        doctest::Approx(0.5 * v.tree.channels * v.tree.bw_intra).epsilon(1e-6));
+  // On H100 servers NVLS across servers (with SHARP too) stays NCCL's pick at 1 GiB.
+  CHECK(t.algorithm == Algorithm::Nvls);
+  // Without NVLS (A100) NCCL's tuner weighs CollNetChain against Ring and Tree: it wins at
+  // 256 MiB, where the chain's NVLink load (a ring's inside one server) beats the network's.
+  const Topology a100 = sharp_cluster(4, NetworkShape::RailOptimized, true, 0, GpuGeneration::Ampere);
+  const NcclTopologyView va = view_of(a100, 8, std::nullopt);
+  CHECK(va.collnet);
+  CHECK(nccl_tune(va, kAR, Bytes(256 * kMiB)).algorithm == Algorithm::CollNetChain);
+  CHECK(nccl_tune(va, CollectiveOp::AllGather, Bytes(256 * kMiB)).algorithm == Algorithm::Ring);
+  const NcclTopologyView vn = view_of(sharp_cluster(4, NetworkShape::RailOptimized, false, 0,
+                                                    GpuGeneration::Ampere),
+                                      8, std::nullopt);
+  for (const NcclCandidate& c : nccl_tune(vn, kAR, Bytes(256 * kMiB)).candidates)
+    CHECK(c.algorithm != Algorithm::CollNetChain);
 }

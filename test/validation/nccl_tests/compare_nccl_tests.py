@@ -146,6 +146,12 @@ SYSTEMS = [
          overrides={"nodes": 8}, heldout=True,
          known_sizes=[(8 * MiB, 8 * MiB, "a spike: 1272 us out of place, 321 in place"),
                       (256 * MiB, 16 * GiB, CLUSTER_B_PLATEAU)]),
+    # Held out: InfiniBand SHARP through NCCL's CollNet plugin, NCCL_ALGO=COLLNETCHAIN forced
+    # (coreweave/nccl-tests' H100 SHARP job; its README's sample ran 96 ranks, 12 servers of 8
+    # H100 with 8 x 400G each). Nothing in gradsync was set from these rows: the chain's
+    # per-GPU NVLink load (2S(ppn-1)/ppn each way, as a ring inside one server) bounds it.
+    dict(prefix="GH-cwreadme-H100-12x8-collnetchain-", topology="dgx-h100-4node-ib.yaml",
+         overrides={"nodes": 12, "network.sharp": "true"}, algo="collnetchain", heldout=True),
     # Plateau rows ("large-message plateau", reached from 32-128 MiB): simulated at 1 GiB.
     dict(prefix="GH-nccl209-GCP32GbE-2n1g", topology="gcp-v100-1gpu-2node-32gbps.yaml",
          peak_bytes=GiB),
@@ -297,11 +303,11 @@ def skip_reason(row):
     if row["collective"] != "all_reduce":
         return f"collective {row['collective']}"
     # InfiniBand SHARP (in-network reduction) is modelled for NVLS across servers
-    # (plan_nvls_sharp_allreduce): such rows are checked against a topology with
-    # network.sharp (SYSTEMS). CollNetDirect / CollNetChain alone are not modelled.
+    # (plan_nvls_sharp_allreduce) and CollNetChain (plan_collnet_chain_allreduce): such rows
+    # are checked against a topology with network.sharp (SYSTEMS). CollNetDirect is not.
     algo = row["algorithm_if_known"].strip().lower()
-    if algo.startswith("collnet") and "nvls" not in algo:
-        return f"algorithm {row['algorithm_if_known']}: CollNet without NVLS is not modelled"
+    if algo.startswith("collnetdirect"):
+        return f"algorithm {row['algorithm_if_known']}: CollNetDirect is not modelled"
     return None
 
 
