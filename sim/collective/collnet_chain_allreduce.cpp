@@ -35,11 +35,7 @@ Plan plan_collnet_chain_allreduce(std::uint32_t gpus, Bytes bytes,
   detail::require(gpus / ppn >= 2, kPlanner, "needs two servers or more");
   detail::require(channels >= 1 && channels <= 64, kPlanner,
                   fmt::format("channels must be 1..64, got {}", channels));
-  detail::require(options.sharp_of_local.size() == ppn, kPlanner,
-                  "one SHARP switch per local GPU index");
-  std::uint32_t sharp_switches = 0;
-  for (std::uint32_t s : options.sharp_of_local) sharp_switches = std::max(sharp_switches, s + 1);
-  detail::require(sharp_switches <= ppn, kPlanner, "more SHARP switches than local GPUs");
+  const std::uint32_t sharp_switches = detail::sharp_switch_count(kPlanner, options.sharp_of_local, ppn);
   const std::uint32_t nodes = gpus / ppn;
   // Flows-only: every chunk of a channel uses the channel's connections.
   const std::uint32_t pipeline = detail::built_steps(options.flows_only, real_pipeline, 1);

@@ -38,11 +38,7 @@ Plan plan_nvls_sharp_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsSharpO
   detail::require_servers(kPlanner, gpus, ppn, real_chunks, bytes.bytes());
   // Flows-only: every pipeline step uses the same connections.
   const std::uint32_t chunks = detail::built_steps(options.flows_only, real_chunks, 1);
-  detail::require(options.sharp_of_local.size() == ppn, kPlanner,
-                  "one SHARP switch per local GPU index");
-  std::uint32_t sharp_switches = 0;
-  for (std::uint32_t s : options.sharp_of_local) sharp_switches = std::max(sharp_switches, s + 1);
-  detail::require(sharp_switches <= ppn, kPlanner, "more SHARP switches than local GPUs");
+  const std::uint32_t sharp_switches = detail::sharp_switch_count(kPlanner, options.sharp_of_local, ppn);
   const std::uint32_t nodes = gpus / ppn;
   const std::uint64_t per_step = std::uint64_t{gpus} * (2 * std::uint64_t{ppn} + 1) +
                                  2 * std::uint64_t{nodes} * ppn;

@@ -77,6 +77,18 @@ inline void require_servers(const char* planner, std::uint32_t gpus, std::uint32
   require(bytes >= 0.0, planner, "negative size");
 }
 
+// The SHARP switches a plan across servers uses (NVLS with SHARP, CollNetChain): one entry of
+// `sharp_of_local` per local GPU index, naming switches 0..count-1, at most ppn of them.
+inline std::uint32_t sharp_switch_count(const char* planner,
+                                        const std::vector<std::uint32_t>& sharp_of_local,
+                                        std::uint32_t ppn) {
+  require(sharp_of_local.size() == ppn, planner, "one SHARP switch per local GPU index");
+  std::uint32_t count = 0;
+  for (std::uint32_t s : sharp_of_local) count = std::max(count, s + 1);
+  require(count <= ppn, planner, "more SHARP switches than local GPUs");
+  return count;
+}
+
 // The transfers of one appended pass, laid out step by step, member by member, lane by lane.
 struct RingPass {
   TransferId first = kNoTransfer;
