@@ -31,7 +31,7 @@ constexpr std::array<std::pair<ServerPlacement, std::string_view>, 2> kServerPla
 }};
 
 // The registry, in Algorithm's order.
-constexpr std::array<AlgorithmInfo, 7> kAlgorithms{{
+constexpr std::array<AlgorithmInfo, 8> kAlgorithms{{
     {Algorithm::Ring, "ring", true, false, AutoUse::Always},
     {Algorithm::Tree, "tree", true, true, AutoUse::Always},
     {Algorithm::Hierarchical, "hierarchical", false, true, AutoUse::WithoutNccl},
@@ -39,6 +39,7 @@ constexpr std::array<AlgorithmInfo, 7> kAlgorithms{{
     {Algorithm::Nvls, "nvls", true, true, AutoUse::InSwitch},
     {Algorithm::NvlsTree, "nvlstree", true, true, AutoUse::InSwitch},
     {Algorithm::CollNetChain, "collnetchain", true, true, AutoUse::InSwitch},
+    {Algorithm::CollNetDirect, "collnetdirect", true, true, AutoUse::InSwitch},
 }};
 static_assert([] {
   for (std::size_t i = 0; i < kAlgorithms.size(); ++i)

@@ -154,6 +154,22 @@ Plan plan_request(const CollectiveRequest& r) {
           r.ranks, r.bytes,
           CollNetChainOptions{r.ranks_per_node, channels, pipeline, r.sharp_of_local, flows_only});
     }
+    case Algorithm::CollNetDirect: {
+      if (r.op != CollectiveOp::AllReduce) return unsupported();
+      // Heads: one per channel (NIC), at most 8 (NCCL_MAX_DIRECT_ARITY + 1) and ppn, spread
+      // over the locals; one step per 256 KiB per head, 1..256.
+      const std::uint32_t ppn = std::max<std::uint32_t>(r.ranks_per_node, 1);
+      const std::uint32_t count = std::clamp<std::uint32_t>(std::min(r.channels, ppn), 1, 8);
+      std::vector<std::uint32_t> heads;
+      for (std::uint32_t p = 0; p < count; ++p) heads.push_back(p * ppn / count);
+      const std::uint32_t pipeline =
+          r.pipeline > 0 ? r.pipeline
+                         : static_cast<std::uint32_t>(std::clamp(
+                               std::ceil(r.bytes.bytes() / count / 262144.0), 1.0, 256.0));
+      return plan_collnet_direct_allreduce(
+          r.ranks, r.bytes,
+          CollNetDirectOptions{ppn, std::move(heads), pipeline, r.sharp_of_local, flows_only});
+    }
     case Algorithm::NvlsTree: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       // `ranks` GPUs plus one NVSwitch rank per server; steps: in_switch_steps().

@@ -333,6 +333,24 @@ NvlsSharpDevices in_switch_devices(const Topology& topology, const std::vector<D
   if (algorithm == Algorithm::NvlsTree)
     return NvlsSharpDevices{nvls_tree_devices(topology, gpus, ranks_per_node), {}};
   if (algorithm == Algorithm::CollNetChain) return collnet_devices(topology, gpus, ranks_per_node);
+  if (algorithm == Algorithm::CollNetDirect) {
+    // NCCL disables CollNetDirect "if not on an NVSwitch system" (tuning.cc).
+    for (DeviceId g : gpus) {
+      bool nvswitch = false;
+      for (LinkId id : topology.links_of(g)) {
+        const Link& l = topology.link(id);
+        nvswitch = nvswitch || (l.fabric == Fabric::NvLink &&
+                                topology.device(l.other(g)).kind == DeviceKind::NvSwitch);
+      }
+      if (!nvswitch)
+        throw ConfigError(topology.origin(),
+                          fmt::format("CollNetDirect needs NVSwitch servers (NCCL offers it on "
+                                      "no other), and GPU '{}' is linked to no NVSwitch (use "
+                                      "collnetchain)",
+                                      topology.device(g).name));
+    }
+    return collnet_devices(topology, gpus, ranks_per_node);
+  }
   if (algorithm != Algorithm::Nvls)
     throw std::invalid_argument("in_switch_devices: not an in-switch algorithm");
   // One NVLink domain first (it may span several `node:` values, e.g. NVL72 trays); across

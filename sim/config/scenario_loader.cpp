@@ -257,23 +257,28 @@ LoadedScenario load(const std::string& text, const std::string& file,
       }
     }
     if (sc.sync.strategy == SyncStrategy::AllReduce &&
-        sc.sync.algorithm == SyncAlgorithm::CollNetChain) {
+        (sc.sync.algorithm == SyncAlgorithm::CollNetChain ||
+         sc.sync.algorithm == SyncAlgorithm::CollNetDirect)) {
       // CollNet needs two servers or more whose GPU-l NICs share a SHARP switch
-      // (collnet_devices()), under NCCL, with one data-parallel group.
+      // (collnet_devices()), under NCCL, with one data-parallel group; CollNetDirect NVSwitch
+      // servers too.
+      const std::string name(to_string(sc.sync.algorithm));
       const MapReader s(top.node("sync"), file, "sync", kSyncKeys);
       const Topology& topo = out.topology.topology;
       if (topo.software() != SoftwareModel::Nccl)
-        s.fail("algorithm", "collnetchain is NCCL's algorithm, and the topology has software: none");
+        s.fail("algorithm", name + " is NCCL's algorithm, and the topology has software: none");
       if (!sc.parallel.plain())
-        s.fail("algorithm", "collnetchain runs with plain data parallelism (parallel: of one "
-                            "data-parallel group)");
+        s.fail("algorithm", name + " runs with plain data parallelism (parallel: of one "
+                                   "data-parallel group)");
       try {
         const std::vector<DeviceId> placed = place_ranks(topo, used);
-        (void)collnet_devices(topo, placed, ranks_per_node(topo, placed));
+        (void)in_switch_devices(topo, placed, ranks_per_node(topo, placed),
+                                sc.sync.algorithm == SyncAlgorithm::CollNetChain
+                                    ? Algorithm::CollNetChain : Algorithm::CollNetDirect);
       } catch (const ConfigError& e) {
         std::string why = e.what();  // "topology.yaml:L:C: error: why"
         if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);
-        s.fail("algorithm", "collnetchain cannot run on these GPUs: " + why);
+        s.fail("algorithm", name + " cannot run on these GPUs: " + why);
       }
     }
     if (sc.sync.strategy != SyncStrategy::AllReduce && sc.sync.ps.hosts) {

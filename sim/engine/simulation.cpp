@@ -114,12 +114,12 @@ std::optional<NcclStepCost> Simulation::Impl::nccl_setup(const Plan& p,
     const NcclTopologyView view =
         nccl_topology_view(*topology, gpu_devices, gpus / node_count, in_switch);
     NcclOptions options = nccl_options(view, p.algorithm);
-    // The channels NCCL runs this size on (Ring, Tree, NVLS, NVLSTree, CollNetChain; the others are
+    // The channels NCCL runs this size on (Ring, Tree, NVLS, NVLSTree, CollNet; the others are
     // gradsync's what-ifs, costed as rings on every channel).
     // NCCL's protocol for it (a tuner rule's, else the fastest predicted).
     if (p.algorithm == Algorithm::Ring || p.algorithm == Algorithm::Tree ||
         p.algorithm == Algorithm::Nvls || p.algorithm == Algorithm::NvlsTree ||
-        p.algorithm == Algorithm::CollNetChain) {
+        p.algorithm == Algorithm::CollNetChain || p.algorithm == Algorithm::CollNetDirect) {
       const NcclTuning tuned = nccl_tune(view, p.op, p.total_bytes, {p.algorithm});
       nccl_channels = tuned.channels;
       options.run_channels = nccl_channels;

@@ -64,11 +64,11 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     if (intra != LinkClass::NvLink)
       throw std::invalid_argument("nccl_cost: NVLSTree needs NVLink through an NVSwitch");
   }
-  if (algorithm == Algorithm::CollNetChain) {
+  if (algorithm == Algorithm::CollNetChain || algorithm == Algorithm::CollNetDirect) {
     if (op != CollectiveOp::AllReduce)
-      throw std::invalid_argument("nccl_cost: gradsync's CollNetChain runs AllReduce only");
+      throw std::invalid_argument("nccl_cost: gradsync's CollNet runs AllReduce only");
     if (protocol != NcclProtocol::Simple)
-      throw std::invalid_argument("nccl_cost: CollNetChain runs the Simple protocol only");
+      throw std::invalid_argument("nccl_cost: CollNet runs the Simple protocol only");
   }
   if (ranks == 1) return c;  // NCCL: nothing to do (a local copy)
   if (algorithm == Algorithm::CollNetChain) {
@@ -93,6 +93,41 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     c.latency = Seconds(lat_us * kUs);
     c.predicted =
         Seconds((lat_us + bytes.bytes() / (1000.0 * bus * kCollNetChainRatio)) * kUs);
+    return c;
+  }
+  if (algorithm == Algorithm::CollNetDirect) {
+    // Scatter and broadcast straight between GPUs and heads, one round trip to the SHARP
+    // switch. NCCL's 0.85 from Hopper on is charged as the Tree's 0.92 is; its GPU/NIC factor
+    // is not: the plan's heads carry the other GPUs' parts over the simulated links.
+    const double bus = bus_bandwidth.bytes_per_second() / 1e9;  // GB/s: channels × bwIntra
+    const std::uint32_t ppn = ranks / nodes;
+    const double inter = ppn == 1 ? kHwLat[static_cast<int>(LinkClass::Net)][kTree][kSimple]
+                                  : kCollNetDirectNetLat;
+    const double leg = std::min(1U, ppn - 1) * kCollNetDirectHopLat +
+                       (ppn - 1) * kCollNetDirectArityLat;
+    const double share = options.gpu >= GpuGeneration::Hopper ? kCollNetDirectHopperShare : 1.0;
+    c.base = Seconds(0.0);
+    c.per_step_intra = Seconds(leg * kUs);
+    c.per_step_inter = Seconds(inter / 2.0 * kUs);
+    c.inter_steps = nodes > 1 ? 2 : 0;
+    c.steps = (ppn > 1 ? 2 : 0) + c.inter_steps;
+    c.protocol_factor = 1.0;
+    // A channel drives every head's part at once (enqueue.cc sizes channels by nc × threads ×
+    // heads × threshold), so `run_channels` channels stand for run_channels × heads streams.
+    const double heads = std::max(1U, options.channels);
+    if (options.run_channels > 0 && options.comm_channels > 0)
+      c.channel_factor = std::min(1.0, static_cast<double>(options.run_channels) * heads *
+                                           options.channel_scale / options.comm_channels);
+    c.bandwidth_factor = share * c.channel_factor;
+    c.bandwidth_factor_net = c.bandwidth_factor;
+    // NCCL's prediction: its GPU/NIC factor over the graph's channels (heads).
+    double factor = ppn / heads;
+    factor -= (factor - 1.0) / 2.0;
+    const double nccl_bus = bus / factor * share;
+    const double lat_us = 2.0 * leg + (nodes > 1 ? inter : 0.0);
+    c.latency = Seconds(lat_us * kUs);
+    c.predicted =
+        Seconds((lat_us + bytes.bytes() / (1000.0 * nccl_bus * kCollNetChainRatio)) * kUs);
     return c;
   }
   if (algorithm == Algorithm::Nvls && nodes > 1) {
@@ -282,7 +317,7 @@ NcclStepCost nccl_cost(Algorithm algorithm, CollectiveOp op, std::uint32_t ranks
   for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
     if (!nccl_protocol_enabled(p, intra, options)) continue;
     if ((algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree ||
-         algorithm == Algorithm::CollNetChain) &&
+         algorithm == Algorithm::CollNetChain || algorithm == Algorithm::CollNetDirect) &&
         p != NcclProtocol::Simple)
       continue;  // Simple only
     const NcclStepCost c =

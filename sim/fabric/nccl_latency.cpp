@@ -107,7 +107,8 @@ double nvls_bandwidth_factor(GpuGeneration gpu) {
 Seconds nccl_base_latency(Algorithm algorithm, NcclProtocol protocol) {
   if (algorithm == Algorithm::Nvls || algorithm == Algorithm::NvlsTree)
     return Seconds(kNvlsBaseLat * kUs);
-  if (algorithm == Algorithm::CollNetChain) return Seconds(0.0);
+  if (algorithm == Algorithm::CollNetChain || algorithm == Algorithm::CollNetDirect)
+    return Seconds(0.0);
   return Seconds(kBaseLat[algo_row(algorithm)][proto_col(protocol)] * kUs);
 }
 
@@ -119,6 +120,10 @@ Seconds nccl_hw_latency(LinkClass link, Algorithm algorithm, NcclProtocol protoc
   if (algorithm == Algorithm::CollNetChain) {
     if (protocol != NcclProtocol::Simple) return Seconds(0.0);
     return Seconds((link == LinkClass::Net ? kCollNetChainNetLat : kCollNetChainHopLat) * kUs);
+  }
+  if (algorithm == Algorithm::CollNetDirect) {
+    if (protocol != NcclProtocol::Simple) return Seconds(0.0);
+    return Seconds((link == LinkClass::Net ? kCollNetDirectNetLat : kCollNetDirectHopLat) * kUs);
   }
   if (algorithm == Algorithm::NvlsTree) {
     if (protocol != NcclProtocol::Simple || link == LinkClass::Pci) return Seconds(0.0);

@@ -12,9 +12,9 @@
 //   - graphs[a].latencyInter (a network plugin's declared latency): 0 for the IB/RoCE plugin;
 //     the shipped topologies carry network latency on their links instead;
 //   - the ×0.85 bandwidth of a Tree graph with NCCL_TOPO_PATTERN_TREE (a graph-search detail);
-//   - CollNetDirect, PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS in
-//     one NVSwitch domain, NVLSTree across servers and CollNetChain are modelled: see kNvls*
-//     and kCollNetChain* below);
+//   - PAT and the symmetric-memory kernels: gradsync has no such plans (NVLS in one NVSwitch
+//     domain, NVLSTree across servers, CollNetChain and CollNetDirect are modelled: see kNvls*
+//     and kCollNet* below);
 //   - numPipeOps (aggregated launches): one collective at a time here.
 #pragma once
 
@@ -97,6 +97,18 @@ inline constexpr double kNvlsTreeNetHopLat = 20.9;
 inline constexpr double kCollNetChainHopLat = 2.8;
 inline constexpr double kCollNetChainNetLat = 30.0;
 inline constexpr double kCollNetChainRatio = 0.5;
+// CollNetDirect (Simple only, NVSwitch servers): base 0, hwLatencies[NVLINK][COLLNET_DIRECT]
+// = [PCI] = 3.7 µs, [NET] = 31 µs; tuning.cc: latency = 2·(min(1, ppn − 1)·intraLat +
+// (ppn − 1)·0.4 µs of "arity serialization") + interLat; bandwidth nChannels × bwIntra of its
+// graph (one channel per head GPU with a NIC, at most NCCL_MAX_DIRECT_ARITY + 1 = 8), divided
+// by the GPU/NIC factor f − (f − 1)/2 with f = ppn/nChannels, × 0.85 from Hopper on; algorithm
+// bandwidth half of it. gradsync's plan: two GPU legs (scatter, broadcast) and two network
+// legs per part, each charged half of NCCL's intra and inter terms.
+inline constexpr double kCollNetDirectHopLat = 3.7;
+inline constexpr double kCollNetDirectNetLat = 31.0;
+inline constexpr double kCollNetDirectArityLat = 0.4;
+inline constexpr double kCollNetDirectHopperShare = 0.85;
+inline constexpr std::uint32_t kCollNetDirectMaxHeads = 8;
 
 inline int algo_row(Algorithm a) { return a == Algorithm::Tree ? kTree : kRing; }
 inline int proto_col(NcclProtocol p) { return static_cast<int>(p); }

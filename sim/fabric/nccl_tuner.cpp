@@ -38,6 +38,8 @@ constexpr std::uint32_t kMaxChannels = 64;
 constexpr std::uint32_t kGraphMaxChannels = kMaxChannels / 2;
 // device.h NCCL_MAX_NVLS_ARITY.
 constexpr std::uint32_t kMaxNvlsArity = 32;
+constexpr std::uint32_t kMaxDirectHeads = 8;  // NCCL_MAX_DIRECT_ARITY + 1 (search.cc)
+constexpr double kMaxThreadsCollNet = 640.0;  // maxThreads[COLLNET_*][SIMPLE] = NCCL_MAX_NTHREADS
 // transport/nvls.cc: NVLS_NCHANNELS_SM90 / _SM100 (several nodes) / _SM100_NVL (one node).
 constexpr std::uint32_t kNvlsChannelsHopper = 16;
 constexpr std::uint32_t kNvlsChannelsBlackwell = 32;
@@ -304,17 +306,11 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.comm_channels = std::min(kMaxChannels, 2 * v.ring.channels);
   if (v.gpu >= GpuGeneration::Hopper && v.nodes > 1 && v.ring.bw_intra > 45.0 && v.comm_channels < 16)
     v.comm_channels = std::min(kMaxChannels, 2 * v.comm_channels);
-  if (v.nodes > 1) {
-    try {
-      (void)collnet_devices(topology, rank_devices, ppn);
-      v.collnet = true;
-    } catch (const ConfigError&) {
-    }
-  }
-  if (in_switch && v.gpu >= GpuGeneration::Hopper && g.nvlink) {
-    // The NVLS graph has one channel per head GPU (search.cc: minChannels = maxChannels =
-    // min(NCCL_MAX_NVLS_ARITY, GPUs)); non-ring patterns see the GPU's links × n/(n-1).
-    const std::uint32_t heads = std::min(kMaxNvlsArity, ppn);
+  // Head graphs (NVLS across nodes, CollNetDirect): one channel per head GPU with its own NIC,
+  // at most `max_heads`, at the fastest speed the NICs and the GPUs' links (× n/(n-1), a
+  // non-ring pattern) carry.
+  const auto head_graph = [&](std::uint32_t max_heads) {
+    const std::uint32_t heads = std::min(max_heads, ppn);
     const double total = ppn > 1 ? g.total * ppn / (ppn - 1) : g.total;
     double max_path = g.max_path;
     std::uint32_t channels = heads;
@@ -328,6 +324,23 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
     std::size_t i = 0;
     while (i + 1 < s.size() && (s[i] > max_path + 1e-9 || s[i] * channels > total + 1e-9)) ++i;
+    return std::pair<NcclGraph, std::size_t>{NcclGraph{channels, s[i], s[i]}, i};
+  };
+  if (v.nodes > 1) {
+    try {
+      (void)collnet_devices(topology, rank_devices, ppn);
+      v.collnet = true;
+      (void)in_switch_devices(topology, rank_devices, ppn, Algorithm::CollNetDirect);
+      v.collnet_direct = head_graph(kMaxDirectHeads).first;
+    } catch (const ConfigError&) {
+    }
+  }
+  if (in_switch && v.gpu >= GpuGeneration::Hopper && g.nvlink) {
+    // The NVLS graph has one channel per head GPU (search.cc: minChannels = maxChannels =
+    // min(NCCL_MAX_NVLS_ARITY, GPUs)); non-ring patterns see the GPU's links × n/(n-1).
+    const auto [graph, i] = head_graph(kMaxNvlsArity);
+    const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
+    const std::uint32_t channels = graph.channels;
     // Pass 2 of the search (search.cc: "NVLS && tmpGraph.bwInter < tmpGraph.bwIntra * 2"):
     // bwInter rises one speed at a time up to twice bwIntra while the search still succeeds.
     // On one node nothing charges bwInter (ncclTopoFollowPath counts GPU <-> NVSwitch paths at
@@ -357,6 +370,7 @@ void set_nvls_loops(CollectiveRequest& request, const NcclTopologyView& view) {
 }
 
 const NcclGraph& nccl_graph(const NcclTopologyView& view, Algorithm algorithm) {
+  if (algorithm == Algorithm::CollNetDirect) return view.collnet_direct;
   return algorithm == Algorithm::Tree || algorithm == Algorithm::CollNetChain ? view.tree
                                                                               : view.ring;
 }
@@ -364,8 +378,9 @@ const NcclGraph& nccl_graph(const NcclTopologyView& view, Algorithm algorithm) {
 BytesPerSecond nccl_bus_bandwidth(const NcclTopologyView& view, Algorithm algorithm) {
   const NcclGraph& g = nccl_graph(view, algorithm);
   // tuning.cc: bwIntra on up to 2 nodes and for CollNet, bwInter beyond.
-  const double per_channel =
-      view.nodes <= 2 || algorithm == Algorithm::CollNetChain ? g.bw_intra : g.bw_inter;
+  const bool collnet =
+      algorithm == Algorithm::CollNetChain || algorithm == Algorithm::CollNetDirect;
+  const double per_channel = view.nodes <= 2 || collnet ? g.bw_intra : g.bw_inter;
   return BytesPerSecond(g.channels * per_channel * 1e9);
 }
 
@@ -409,6 +424,8 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
     if (view.nodes > 1 && view.sharp) algorithms.push_back(Algorithm::Nvls);
   }
   if (op == CollectiveOp::AllReduce && view.collnet) algorithms.push_back(Algorithm::CollNetChain);
+  if (op == CollectiveOp::AllReduce && view.collnet_direct.channels > 0)
+    algorithms.push_back(Algorithm::CollNetDirect);
   for (Algorithm a : algorithms) {
     if (!ok(a)) continue;
     if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) {
@@ -420,7 +437,9 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
     const BytesPerSecond bus = nccl_bus_bandwidth(view, a);
     for (NcclProtocol p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
       if (!nccl_protocol_enabled(p, view.intra, options)) continue;
-      if (a == Algorithm::CollNetChain && p != NcclProtocol::Simple) continue;  // Simple only
+      if ((a == Algorithm::CollNetChain || a == Algorithm::CollNetDirect) &&
+          p != NcclProtocol::Simple)
+        continue;  // Simple only
       const NcclStepCost cost = nccl_cost(a, p, op, view.ranks, view.nodes, view.intra, bytes, bus, options);
       NcclCandidate c{a, p, cost.latency.seconds() * 1e6, 0.0, cost.predicted.seconds() * 1e6};
       const double bw_part = c.predicted_us - c.latency_us;
@@ -457,6 +476,23 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
   // most one channel per 32 KiB of traffic.
   if (t.algorithm == Algorithm::Nvls || t.algorithm == Algorithm::NvlsTree) {
     t.channels = view.nvls_channels;
+    return t;
+  }
+  if (t.algorithm == Algorithm::CollNetDirect) {
+    // enqueue.cc "CollNet channel tuning": channels drop from comm->nChannels while a step of
+    // nc × threads × heads × threshold bytes is more than the message, stopping at 16, 8, …,
+    // with the threshold halved at each stop's 1.5×.
+    double nc = view.comm_channels;
+    double threshold = kThresholdCollNet;
+    const double heads = std::max<std::uint32_t>(view.collnet_direct.channels, 1);
+    bool more = true;
+    for (double stop = 16.0; stop >= 1.0 && more; stop = std::floor(stop / 2.0)) {
+      while ((more = n < nc * kMaxThreadsCollNet * heads * threshold) && nc > stop) {
+        if (nc == stop + std::floor(stop / 2.0)) threshold /= 2.0;
+        nc -= 1.0;
+      }
+    }
+    t.channels = static_cast<std::uint32_t>(std::max(1.0, nc));
     return t;
   }
   const bool ring = t.algorithm == Algorithm::Ring;

@@ -49,16 +49,17 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   // NVSwitch per server. An explicit NVLS / NVLSTree reports why it cannot run; auto tries them
   // only where they can (AllReduce, NVSwitches of NVLink4 or later, NCCL's software model,
   // which carries NVLS's bandwidth): NVLS in one server, NVLSTree across servers.
-  // CollNetChain: the SHARP switches the servers' NICs share, after the GPUs.
+  // CollNetChain, CollNetDirect: the SHARP switches the servers' NICs share, after the GPUs.
   std::map<Algorithm, std::vector<DeviceId>> switch_devices;
-  // NVLS across servers and CollNetChain: the SHARP switch per local GPU.
+  // NVLS across servers and CollNet: the SHARP switch per local GPU.
   std::map<Algorithm, std::vector<std::uint32_t>> sharp_of_local;
   const auto with_switches = [&](Algorithm a) {
     NvlsSharpDevices d = in_switch_devices(topo, ranks, ppn, a);
     sharp_of_local[a] = d.sharp_of_local;
     return d.devices;
   };
-  for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNetChain}) {
+  for (Algorithm a : {Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNetChain,
+                      Algorithm::CollNetDirect}) {
     if (request.algorithm == a) {
       if (op != CollectiveOp::AllReduce)
         throw ConfigError(mark("--algo"), std::string(to_string(op)) + " has no " +

@@ -93,18 +93,22 @@ void set_collnet(CollectiveTimer::Group& group, const Topology& topo,
                  const std::vector<DeviceId>& gpus, std::uint32_t ppn) {
   group.collnet_devices.clear();
   group.collnet_sharp_of_local.clear();
+  group.collnet_direct = false;
   if (topo.software() != SoftwareModel::Nccl || gpus.size() < 2 || ppn >= gpus.size()) return;
   try {
     NvlsSharpDevices d = collnet_devices(topo, gpus, ppn);
     group.collnet_devices = std::move(d.devices);
     group.collnet_sharp_of_local = std::move(d.sharp_of_local);
+    (void)in_switch_devices(topo, gpus, ppn, Algorithm::CollNetDirect);
+    group.collnet_direct = true;
   } catch (const ConfigError&) {
   }
 }
 
 std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std::uint32_t ranks,
                                       std::uint32_t ppn, std::optional<Algorithm> in_switch,
-                                      bool tree_too, bool nccl, bool collnet) {
+                                      bool tree_too, bool nccl, bool collnet,
+                                      bool collnet_direct) {
   if (sync.strategy != SyncStrategy::AllReduce) return {Algorithm::ParameterServer};
   if (op != CollectiveOp::AllReduce) return {Algorithm::Ring};  // Top-K all-gather
   switch (sync.algorithm) {
@@ -120,11 +124,14 @@ std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op, std
     // The one-server reference of a CollNet cluster runs the ring (no network to reduce in).
     case SyncAlgorithm::CollNetChain:
       return {collnet && nccl ? Algorithm::CollNetChain : Algorithm::Ring};
+    case SyncAlgorithm::CollNetDirect:
+      return {collnet_direct && nccl ? Algorithm::CollNetDirect : Algorithm::Ring};
     case SyncAlgorithm::Auto: {
       std::vector<Algorithm> a = auto_candidates(op, ranks, ppn, nccl);
       if (in_switch) a.push_back(*in_switch);
       if (tree_too) a.push_back(Algorithm::NvlsTree);
       if (collnet && nccl) a.push_back(Algorithm::CollNetChain);
+      if (collnet_direct && nccl) a.push_back(Algorithm::CollNetDirect);
       return a;
     }
   }

@@ -39,12 +39,13 @@ class CollectiveTimer {
     // NVLS across servers with SHARP: NVLSTree can run too (its devices, the GPUs and the
     // NVSwitches, are the first part of nvls_devices), and NCCL's tuner chooses between them.
     bool tree_too = false;
-    // CollNetChain where the servers' NICs share SHARP switches (see set_collnet): the GPUs,
-    // then those switches; empty where it cannot run.
+    // CollNet where the servers' NICs share SHARP switches (see set_collnet): the GPUs, then
+    // those switches; empty where it cannot run. CollNetDirect too on NVSwitch servers.
     std::vector<DeviceId> collnet_devices;
     std::vector<std::uint32_t> collnet_sharp_of_local;
+    bool collnet_direct = false;
     [[nodiscard]] const std::vector<DeviceId>& devices_for(Algorithm a) const {
-      if (a == Algorithm::CollNetChain) return collnet_devices;
+      if (a == Algorithm::CollNetChain || a == Algorithm::CollNetDirect) return collnet_devices;
       return a == Algorithm::Nvls || a == Algorithm::NvlsTree ? nvls_devices : devices;
     }
     // The group's request for `a` (base, with the SHARP switches `a` uses).
@@ -53,7 +54,8 @@ class CollectiveTimer {
       r.op = op;
       r.algorithm = a;
       r.bytes = bytes;
-      if (a == Algorithm::CollNetChain) r.sharp_of_local = collnet_sharp_of_local;
+      if (a == Algorithm::CollNetChain || a == Algorithm::CollNetDirect)
+        r.sharp_of_local = collnet_sharp_of_local;
       return r;
     }
     [[nodiscard]] std::optional<Algorithm> in_switch() const {
@@ -90,19 +92,21 @@ void set_in_switch(CollectiveTimer::Group& group, const Topology& topo,
                    const std::vector<DeviceId>& gpus, std::uint32_t ppn, bool tree,
                    std::string* why);
 
-// CollNetChain for `auto` under NCCL's software model where `gpus` (node-major, `ppn` per
-// server) span two servers or more whose NICs share SHARP switches (collnet_devices()): sets
-// group.collnet_devices and collnet_sharp_of_local, else leaves them empty.
+// CollNet for `auto` under NCCL's software model where `gpus` (node-major, `ppn` per server)
+// span two servers or more whose NICs share SHARP switches (collnet_devices()): sets
+// group.collnet_devices and collnet_sharp_of_local, else leaves them empty; and
+// group.collnet_direct where the servers have NVSwitches too.
 void set_collnet(CollectiveTimer::Group& group, const Topology& topo,
                  const std::vector<DeviceId>& gpus, std::uint32_t ppn);
 
 // The algorithms to try for one collective. `in_switch`: the group's NVLS or NVLSTree, if
 // any. Under NCCL's software model auto is NCCL's choice set (Ring, Tree, NVLS or NVLSTree,
-// CollNetChain where `collnet`); NCCL has no 2-D hierarchical AllReduce, which auto adds only
+// CollNetChain where `collnet`, CollNetDirect where `collnet_direct`); NCCL has no 2-D hierarchical AllReduce, which auto adds only
 // with software: none.
 [[nodiscard]] std::vector<Algorithm> algorithms_for(const SyncSpec& sync, CollectiveOp op,
                                                     std::uint32_t ranks, std::uint32_t ppn,
                                                     std::optional<Algorithm> in_switch,
-                                                    bool tree_too, bool nccl, bool collnet = false);
+                                                    bool tree_too, bool nccl, bool collnet = false,
+                                                    bool collnet_direct = false);
 
 }  // namespace gradsync::detail

@@ -27,13 +27,14 @@ constexpr std::array<std::pair<std::string_view, SyncStrategy>, 3> kStrategies{
     {{"allreduce", SyncStrategy::AllReduce},
      {"ps", SyncStrategy::ParameterServer},
      {"async-ps", SyncStrategy::AsyncParameterServer}}};
-constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 7> kAlgorithms{
+constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 8> kAlgorithms{
     {{"ring", SyncAlgorithm::Ring},
      {"tree", SyncAlgorithm::Tree},
      {"hierarchical", SyncAlgorithm::Hierarchical},
      {"nvls", SyncAlgorithm::Nvls},
      {"nvlstree", SyncAlgorithm::NvlsTree},
      {"collnetchain", SyncAlgorithm::CollNetChain},
+     {"collnetdirect", SyncAlgorithm::CollNetDirect},
      {"auto", SyncAlgorithm::Auto}}};
 constexpr std::array<std::pair<std::string_view, Overlap>, 3> kOverlaps{
     {{"none", Overlap::None}, {"bucketed", Overlap::Bucketed}, {"layerwise", Overlap::Layerwise}}};

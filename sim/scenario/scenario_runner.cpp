@@ -265,14 +265,19 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, false, nullptr);
   // CollNetChain where the servers' NICs share SHARP switches (auto, or asked for: the loader
   // checked that it can run).
-  if ((sc.sync.algorithm == SyncAlgorithm::Auto || sc.sync.algorithm == SyncAlgorithm::CollNetChain) &&
+  const bool collnet_asked = sc.sync.algorithm == SyncAlgorithm::CollNetChain ||
+                            sc.sync.algorithm == SyncAlgorithm::CollNetDirect;
+  if ((sc.sync.algorithm == SyncAlgorithm::Auto || collnet_asked) &&
       sc.sync.strategy == SyncStrategy::AllReduce)
     set_collnet(all, topo, devices, ppn);
-  if (sc.sync.algorithm == SyncAlgorithm::CollNetChain &&
-      sc.sync.strategy == SyncStrategy::AllReduce && all.collnet_devices.empty())
+  if (collnet_asked && sc.sync.strategy == SyncStrategy::AllReduce &&
+      (all.collnet_devices.empty() ||
+       (sc.sync.algorithm == SyncAlgorithm::CollNetDirect && !all.collnet_direct)))
     throw ConfigError(SourceMark{sc.file.string(), 0, 0},
-                      "sync.algorithm: collnetchain cannot run on these GPUs (two servers or "
-                      "more whose NICs share SHARP switches, network.sharp: true)");
+                      fmt::format("sync.algorithm: {} cannot run on these GPUs (two servers or "
+                                  "more whose NICs share SHARP switches, network.sharp: true; "
+                                  "collnetdirect: NVSwitch servers)",
+                                  to_string(sc.sync.algorithm)));
   const bool nccl = topo.software() == SoftwareModel::Nccl;
   // NVLSTree pipelines in NCCL's loops (nvls_tree_pipeline_steps).
   if (nccl && !all.nvls_devices.empty() &&
@@ -297,7 +302,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       for (CollectiveOp op : ops)
         for (Algorithm a : algorithms_for(sc.sync, op, group_ranks, g.base.ranks_per_node,
                                           g.in_switch(), g.tree_too, nccl,
-                                          !g.collnet_devices.empty())) {
+                                          !g.collnet_devices.empty(), g.collnet_direct)) {
           const CollectiveRequest r = g.request(op, a, Bytes(4096.0 * group_ranks));
           const auto p = device_pairs(plan_or_fail(r, Fidelity::Flow, SourceMark{sc.file.string(), 0, 0}),
                                       g.devices_for(a));
@@ -315,7 +320,8 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     const auto [t, algo] = timer.time(all, 0, wire.op,
                                       algorithms_for(sc.sync, wire.op, gpus, ppn,
                                                      all.in_switch(), all.tree_too, nccl,
-                                                     !all.collnet_devices.empty()),
+                                                     !all.collnet_devices.empty(),
+                                                     all.collnet_direct),
                                       wire.bytes,
                                       &link_a, &link_b);
     result.collective_times.push_back(t);

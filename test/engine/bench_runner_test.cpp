@@ -174,6 +174,13 @@ TEST_CASE("bench runner: CollNetChain is bound by its chains' NVLink load, whate
   CHECK(times[0] == doctest::Approx(1.5 * 1024.0 * 1048576.0 / 100e9 * 1e6).epsilon(0.03));
   // The SHARP switch reduces: 4 servers take as long as 2.
   CHECK(times[1] == doctest::Approx(times[0]).epsilon(0.01));
+  // CollNetDirect moves the same bytes per GPU port (scatter and broadcast, 1.5 S each way).
+  request.algorithm = Algorithm::CollNetDirect;
+  const BenchResult direct = run_bench(cluster(4), request);
+  REQUIRE(direct.rows.size() == 1);
+  CHECK(direct.rows[0].algorithm == "collnetdirect");
+  CHECK(direct.rows[0].time_us == doctest::Approx(times[0]).epsilon(0.03));
+  request.algorithm = Algorithm::CollNetChain;
   // Without SHARP it is refused, saying why.
   const std::string plain =
       "name: plain\nsoftware: none\nnodes: 2\nnode:\n  gpus: 4\n"

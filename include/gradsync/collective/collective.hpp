@@ -27,7 +27,9 @@
 namespace gradsync {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
-enum class Algorithm { Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree, CollNetChain };
+enum class Algorithm {
+  Ring, Tree, Hierarchical, ParameterServer, Nvls, NvlsTree, CollNetChain, CollNetDirect
+};
 
 [[nodiscard]] std::string_view to_string(CollectiveOp op);
 [[nodiscard]] std::string_view to_string(Algorithm algorithm);
@@ -416,6 +418,27 @@ struct CollNetChainOptions {
 [[nodiscard]] Plan plan_collnet_chain_allreduce(std::uint32_t gpus, Bytes bytes,
                                                 const CollNetChainOptions& options);
 
+struct CollNetDirectOptions {
+  std::uint32_t ranks_per_node = 1;  // GPUs per server; divides the GPUs, two servers or more
+  // The head GPUs (local indices, distinct, 1..8 of them: NCCL_MAX_DIRECT_ARITY + 1), each
+  // reducing its part of every chunk and sending it through its NIC.
+  std::vector<std::uint32_t> heads;
+  std::uint32_t pipeline = 1;        // steps, each cut into one part per head
+  std::vector<std::uint32_t> sharp_of_local;  // as CollNetChainOptions
+  bool flows_only = false;  // build the flows-only plan from one step
+};
+// NCCL's CollNetDirect AllReduce (NVIDIA/nccl src/device/all_reduce.h, RunWorkColl<…
+// NCCL_ALGO_COLLNET_DIRECT…>: scatter, reduce-and-send, receive-and-broadcast, gather; NCCL
+// runs it on NVSwitch servers only): in each server every GPU sends part p of each step
+// straight to head p (Reduce), the head sends the server's sum of part p through its NIC to
+// the SHARP switch of its local index, which reduces the servers' sums and returns the
+// total, and the head sends it straight to every GPU of its server (Copy). Ranks: GPUs node-
+// major, then the SHARP switches. contributors = G; steps = 4 (2 with one GPU per server).
+// Per GPU port with a head per GPU: 2S(ppn−1)/ppn each way, as the chain, in 4 steps instead
+// of 2·ppn; per head NIC S/heads each way at any server count.
+[[nodiscard]] Plan plan_collnet_direct_allreduce(std::uint32_t gpus, Bytes bytes,
+                                                 const CollNetDirectOptions& options);
+
 // Splits `total` into `parts` pieces of floor(total/parts) bytes, the last one taking the
 // remainder, so whole-byte sizes stay whole and the pieces add up to `total` exactly.
 [[nodiscard]] std::vector<Bytes> split_bytes(Bytes total, std::uint32_t parts);
@@ -440,7 +463,8 @@ struct CollectiveRequest {
   // over servers filled unevenly (ranks_per_node 1 then); empty: ranks_per_node describes them.
   std::vector<std::uint32_t> node_sizes;
   // nvls across servers (with SHARP): NvlsSharpOptions::sharp_of_local; empty = one NVLink
-  // domain (plan_nvls_allreduce). collnetchain: CollNetChainOptions::sharp_of_local.
+  // domain (plan_nvls_allreduce). collnetchain, collnetdirect: CollNetChainOptions::sharp_of_local
+  // (collnetdirect's heads: min(8, ranks_per_node, channels) locals, h = p·ppn/heads).
   std::vector<std::uint32_t> sharp_of_local;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring

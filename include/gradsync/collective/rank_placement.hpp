@@ -111,7 +111,7 @@ struct NvlsSharpDevices {
 // The devices of an in-switch AllReduce `algorithm` over these node-major GPUs
 // (`ranks_per_node` per server): Nvls in one NVLink domain (the GPUs, then nvls_switch()), Nvls
 // across servers (nvls_sharp_devices(), with sharp_of_local), NvlsTree (nvls_tree_devices()),
-// CollNetChain (collnet_devices()).
+// CollNetChain (collnet_devices()), CollNetDirect (the same, on NVSwitch servers only).
 // Throws ConfigError saying why it cannot run, std::invalid_argument for another algorithm.
 [[nodiscard]] NvlsSharpDevices in_switch_devices(const Topology& topology,
                                                  const std::vector<DeviceId>& gpus,

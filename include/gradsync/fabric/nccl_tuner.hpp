@@ -69,6 +69,10 @@ struct NcclTopologyView {
   // plugin, which network.sharp stands for. Its graph is the tree graph (search.cc pass 2
   // raises bwIntra "for trees (2 nodes or collnet)"), its bandwidth channels × bwIntra.
   bool collnet = false;
+  // CollNetDirect's graph where it can run too (collnet and NVSwitch servers): one channel per
+  // head GPU with a NIC, at most NCCL_MAX_DIRECT_ARITY + 1 = 8 (search.cc, as the NVLS heads
+  // across nodes), at the speed the NICs and GPU links allow; channels = 0 elsewhere.
+  NcclGraph collnet_direct;
   std::optional<double> nvls_efficiency;  // the topology's nvls_efficiency (nccl_model.hpp)
   NcclSettings settings;  // the topology's `nccl:` (protocols, tuner rules)
 };

@@ -85,7 +85,7 @@ enum class SyncStrategy {
 };
 // AllReduce only. Nvls: NVLink SHARP, the NVSwitch reduces (one NVSwitch domain, Hopper or later);
 // NvlsTree: NVLS in every server and trees of servers between them (NCCL's NVLSTree).
-enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical, Nvls, NvlsTree, CollNetChain };
+enum class SyncAlgorithm { Auto, Ring, Tree, Hierarchical, Nvls, NvlsTree, CollNetChain, CollNetDirect };
 enum class Overlap {
   None,       // every collective starts after backward has finished
   Bucketed,   // DDP: a bucket's collective starts when its last gradient is ready

@@ -1263,6 +1263,75 @@ TEST_CASE("collnetchain: a chain per channel in each server, the SHARP switch ac
   CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
 }
 
+TEST_CASE("collnetdirect: scatter to the heads, their round trip to SHARP, broadcast back") {
+  for (const std::uint32_t nodes : {2U, 3U, 8U}) {
+    for (const std::uint32_t ppn : {1U, 2U, 4U, 8U}) {
+      for (const std::uint32_t count : {1U, 2U, 8U}) {
+        if (count > ppn) continue;
+        CAPTURE(nodes);
+        CAPTURE(ppn);
+        CAPTURE(count);
+        const std::uint32_t g = nodes * ppn;
+        std::vector<std::uint32_t> heads, sharp(ppn);
+        for (std::uint32_t p = 0; p < count; ++p) heads.push_back(p * ppn / count);
+        for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;  // rail switch l
+        const Bytes s{1000.0 * count * 3 + 5};
+        const Plan plan = plan_collnet_direct_allreduce(g, s, {ppn, heads, 3, sharp});
+        REQUIRE_PLAN_OK(plan);
+        CHECK(plan.algorithm == Algorithm::CollNetDirect);
+        CHECK(plan.ranks == g + ppn);
+        CHECK(plan.steps == (ppn > 1 ? 4U : 2U));
+        CHECK(plan.transfers.size() == 2ULL * g * count * 3);
+        // Every GPU sends each part it does not head to that part's head (S(H-1)/H with every
+        // GPU a head) and gets it back; heads alone talk to the network, S/H each way.
+        std::vector<double> sent(g, 0.0), to_sharp(g, 0.0), from_sharp(g, 0.0);
+        for (const Transfer& t : plan.transfers) {
+          const double b = plan.bytes_of(t).bytes();
+          const std::uint32_t head = heads[t.channel];
+          if (t.src < g && t.dst < g) {
+            CHECK(t.src / ppn == t.dst / ppn);
+            CHECK((t.dst % ppn == head) != (t.src % ppn == head));  // to or from the head
+            if (t.dst % ppn == head) CHECK(t.kind == TransferKind::Reduce);
+            sent[t.src] += b;
+          } else if (t.src < g) {
+            CHECK(t.src % ppn == head);
+            CHECK(t.dst == g + sharp[head]);
+            to_sharp[t.src] += b;
+          } else {
+            CHECK(t.dst % ppn == head);
+            from_sharp[t.dst] += b;
+          }
+        }
+        for (std::uint32_t i = 0; i < g; ++i) {
+          double headed = 0.0;  // the parts GPU i heads
+          for (std::size_t c = 0; c < plan.chunks(); ++c)
+            if (heads[c % count] == i % ppn) headed += plan.chunk_bytes[c].bytes();
+          CHECK(to_sharp[i] == doctest::Approx(headed));
+          CHECK(from_sharp[i] == doctest::Approx(headed));
+          // scatter of the parts it does not head + broadcast of its parts to the others
+          CHECK(sent[i] == doctest::Approx(s.bytes() - headed + headed * (ppn - 1)));
+        }
+      }
+    }
+  }
+  CHECK_THROWS_AS((void)plan_collnet_direct_allreduce(16, Bytes(8.0), {8, {0, 0}, 1, std::vector<std::uint32_t>(8, 0)}),
+                  std::invalid_argument);  // heads must be distinct
+  CHECK_THROWS_AS((void)plan_collnet_direct_allreduce(16, Bytes(8.0), {8, {0, 1, 2, 3, 4, 5, 6, 7, 7}, 1,
+                                                                       std::vector<std::uint32_t>(8, 0)}),
+                  std::invalid_argument);  // at most 8 heads
+  CollectiveRequest r;
+  r.algorithm = Algorithm::CollNetDirect;
+  r.ranks = 32;
+  r.ranks_per_node = 8;
+  r.channels = 4;  // 4 NICs per server: heads 0, 2, 4, 6
+  r.sharp_of_local = {0, 0, 1, 1, 2, 2, 3, 3};
+  r.bytes = Bytes(64.0 * 1048576.0);
+  const Plan plan = plan_collective(r);
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.channels == 4);
+  CHECK(plan.chunks() == 4 * 64);  // 4 heads, one step per 256 KiB of each
+}
+
 TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch is rank n") {
   CollectiveRequest r;
   r.algorithm = Algorithm::Nvls;
@@ -1314,7 +1383,7 @@ TEST_CASE("algorithm registry: every algorithm once, names round-trip, auto's co
   for (const AlgorithmInfo& a : algorithm_registry())
     CHECK(sync_algorithm_from_string(a.name).has_value() == (a.in_auto != AutoUse::Never));
   CHECK(algorithm_names([](const AlgorithmInfo& a) { return a.nccl; }) ==
-        std::vector<std::string>{"ring", "tree", "nvls", "nvlstree", "collnetchain"});
+        std::vector<std::string>{"ring", "tree", "nvls", "nvlstree", "collnetchain", "collnetdirect"});
   using V = std::vector<Algorithm>;
   CHECK(auto_candidates(CollectiveOp::AllReduce, 32, 8, true) == V{Algorithm::Ring, Algorithm::Tree});
   CHECK(auto_candidates(CollectiveOp::AllReduce, 32, 8, false) ==

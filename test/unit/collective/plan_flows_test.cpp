@@ -110,7 +110,7 @@ TEST_CASE("flows-only rings equal the summed full plan") {
   check_same_flows(r);
 }
 
-TEST_CASE("flows-only trees, NVLSTree, NVLS with SHARP and CollNetChain equal the summed full plan") {
+TEST_CASE("flows-only trees, NVLSTree, NVLS with SHARP and CollNet equal the summed full plan") {
   for_each_request(Algorithm::Tree, {2U, 8U, 12U, 32U}, {1U, 2U, 4U}, {5.0, 3e6 + 1, 1.5e8},
                    [](const CollectiveRequest& r) { check_same_flows(r); });
   for (std::uint32_t nodes : {1U, 2U, 3U, 5U})
@@ -127,10 +127,12 @@ TEST_CASE("flows-only trees, NVLSTree, NVLS with SHARP and CollNetChain equal th
         r.sharp_of_local = {0, 0, 1, 1};
         check_same_flows(r);
         if (nodes < 2) continue;
-        r.algorithm = Algorithm::CollNetChain;  // chains, the same two SHARP switches
-        for (std::uint32_t channels : {1U, 3U, 8U}) {
-          r.channels = channels;
-          check_same_flows(r);
+        for (Algorithm a : {Algorithm::CollNetChain, Algorithm::CollNetDirect}) {
+          r.algorithm = a;  // the same two SHARP switches
+          for (std::uint32_t channels : {1U, 3U, 8U}) {
+            r.channels = channels;
+            check_same_flows(r);
+          }
         }
         r.channels = 1;
       }

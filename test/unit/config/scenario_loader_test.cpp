@@ -303,6 +303,9 @@ TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spe
   std::string no_sharp = kBase + "sync: {algorithm: collnetchain}\n";
   no_sharp.replace(no_sharp.find("pcie-4gpu.yaml"), 14, "dgx-h100-4node-ib.yaml");
   check_error_at(error_of(no_sharp), 11, 19, "CollNet needs SHARP");
+  std::string direct = kBase + "sync: {algorithm: collnetdirect}\n";
+  direct.replace(direct.find("pcie-4gpu.yaml"), 14, "pcie-4gpu-2node-10gbe.yaml");
+  check_error_at(error_of(direct), 11, 19, "collnetdirect cannot run on these GPUs: CollNetDirect needs NVSwitch servers");
   // Absurd times are unit typos: at most an hour per micro-batch.
   std::string slow = kBase;
   slow.replace(slow.find("30ms"), 4, "30000s");

@@ -457,16 +457,49 @@ TEST_CASE("CollNet: NCCL's tuner offers CollNetChain where the servers' NICs sha
         doctest::Approx(0.5 * v.tree.channels * v.tree.bw_intra).epsilon(1e-6));
   // On H100 servers NVLS across servers (with SHARP too) stays NCCL's pick at 1 GiB.
   CHECK(t.algorithm == Algorithm::Nvls);
-  // Without NVLS (A100) NCCL's tuner weighs CollNetChain against Ring and Tree: it wins at
-  // 256 MiB, where the chain's NVLink load (a ring's inside one server) beats the network's.
+  // Without NVLS (A100) NCCL's tuner weighs CollNet against Ring and Tree: CollNet wins at
+  // 256 MiB, where one network round trip per server beats the ring's and tree's traffic.
   const Topology a100 = sharp_cluster(4, NetworkShape::RailOptimized, true, 0, GpuGeneration::Ampere);
   const NcclTopologyView va = view_of(a100, 8, std::nullopt);
   CHECK(va.collnet);
-  CHECK(nccl_tune(va, kAR, Bytes(256 * kMiB)).algorithm == Algorithm::CollNetChain);
+  const Algorithm big = nccl_tune(va, kAR, Bytes(256 * kMiB)).algorithm;
+  CHECK((big == Algorithm::CollNetChain || big == Algorithm::CollNetDirect));
   CHECK(nccl_tune(va, CollectiveOp::AllGather, Bytes(256 * kMiB)).algorithm == Algorithm::Ring);
   const NcclTopologyView vn = view_of(sharp_cluster(4, NetworkShape::RailOptimized, false, 0,
                                                     GpuGeneration::Ampere),
                                       8, std::nullopt);
   for (const NcclCandidate& c : nccl_tune(vn, kAR, Bytes(256 * kMiB)).candidates)
     CHECK(c.algorithm != Algorithm::CollNetChain);
+}
+
+TEST_CASE("CollNet: CollNetDirect on NVSwitch servers, with NCCL's latency and GPU/NIC factor") {
+  const Topology with = sharp_cluster(4, NetworkShape::RailOptimized, true);
+  const NcclTopologyView v = view_of(with, 8, Algorithm::Nvls);
+  // One head per GPU with its own NIC (8 x 400G here), at most 8.
+  CHECK(v.collnet_direct.channels == 8);
+  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclCandidate* direct = nullptr;
+  for (const NcclCandidate& c : t.candidates)
+    if (c.algorithm == Algorithm::CollNetDirect) direct = &c;
+  REQUIRE(direct != nullptr);
+  // tuning.cc: 2 (min(1, 7) x 3.7 + 7 x 0.4) + 31 us; bandwidth channels x bwIntra / 1 (a head
+  // per GPU) x 0.85 (Hopper), halved.
+  CHECK(direct->latency_us == doctest::Approx(2 * (3.7 + 7 * 0.4) + 31.0));
+  CHECK(direct->bandwidth_GBps ==
+        doctest::Approx(0.5 * 0.85 * 8 * v.collnet_direct.bw_intra).epsilon(1e-6));
+  CHECK(t.algorithm == Algorithm::Nvls);  // still NVLS with SHARP on H100 at 1 GiB
+  // Fewer NICs than GPUs: NCCL divides by f - (f - 1)/2, f = GPUs per head.
+  NcclOptions o = nccl_options(v, Algorithm::CollNetDirect);
+  o.channels = 4;
+  const NcclStepCost four = nccl_cost(Algorithm::CollNetDirect, NcclProtocol::Simple, kAR, 32, 4,
+                                      LinkClass::NvLink, Bytes(1024 * kMiB), 400_GBps, o);
+  const double alg = 0.5 * 0.85 * 400.0 / 1.5;
+  CHECK(four.predicted.seconds() * 1e6 ==
+        doctest::Approx(four.latency.seconds() * 1e6 + 1024 * kMiB / (1000.0 * alg)));
+  // A100 servers with SHARP: NCCL's tuner runs CollNetDirect at 512 KiB (44 us of latency
+  // against the chain's 69).
+  const NcclTopologyView va = view_of(sharp_cluster(4, NetworkShape::RailOptimized, true, 0,
+                                                    GpuGeneration::Ampere),
+                                      8, std::nullopt);
+  CHECK(nccl_tune(va, kAR, Bytes(512 * 1024.0)).algorithm == Algorithm::CollNetDirect);
 }

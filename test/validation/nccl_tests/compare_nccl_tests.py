@@ -302,12 +302,9 @@ def skip_reason(row):
         return "trust=low"
     if row["collective"] != "all_reduce":
         return f"collective {row['collective']}"
-    # InfiniBand SHARP (in-network reduction) is modelled for NVLS across servers
-    # (plan_nvls_sharp_allreduce) and CollNetChain (plan_collnet_chain_allreduce): such rows
-    # are checked against a topology with network.sharp (SYSTEMS). CollNetDirect is not.
-    algo = row["algorithm_if_known"].strip().lower()
-    if algo.startswith("collnetdirect"):
-        return f"algorithm {row['algorithm_if_known']}: CollNetDirect is not modelled"
+    # InfiniBand SHARP (in-network reduction) is modelled for NVLS across servers and CollNet
+    # (plan_nvls_sharp_allreduce, plan_collnet_*): such rows are checked against a topology with
+    # network.sharp (SYSTEMS).
     return None
 
 
