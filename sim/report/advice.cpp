@@ -24,6 +24,7 @@ std::string_view to_string(AdviceKind kind) {
     case AdviceKind::Parallel: return "parallel";
     case AdviceKind::Strategy: return "strategy";
     case AdviceKind::Algorithm: return "algorithm";
+    case AdviceKind::Sharp: return "sharp";
   }
   return "?";
 }
@@ -186,6 +187,19 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
                            b.gpus_per_node);
     v.sets = {fmt::format("topology_overrides.node.nics={}", b.gpus_per_node)};
     v.same_prices = b.cost_is_quoted;
+    out.push_back(std::move(v));
+  }
+
+  // InfiniBand SHARP: the switches reduce, and NCCL runs NVLS across servers or CollNet
+  // (plain data parallelism; the same switches, priced as the topology's).
+  if (b.cluster_template && b.nodes > 1 && b.network_fabric == Fabric::InfiniBand &&
+      !b.network_sharp && b.nccl && b.strategy == SyncStrategy::AllReduce &&
+      b.parallel.plain()) {
+    AdviceVariant v;
+    v.kind = AdviceKind::Sharp;
+    v.change = "InfiniBand SHARP: off → on (the switches reduce: NVLS across servers, CollNet)";
+    v.sets = {"topology_overrides.network.sharp=true"};
+    v.same_prices = true;
     out.push_back(std::move(v));
   }
 

@@ -65,7 +65,10 @@ AdviceBaseline advice_baseline(const LoadedScenario& loaded) {
     b.gpus_per_node = c->node.gpus;
     b.nics_per_node = c->node.nics;
     b.nic_bandwidth = c->node.nic_bandwidth;
-    if (c->network) b.network_fabric = c->network->fabric;
+    if (c->network) {
+      b.network_fabric = c->network->fabric;
+      b.network_sharp = c->network->sharp;
+    }
     if (c->cost) {
       b.has_cost = true;
       b.cost_is_quoted = c->cost->total_override > 0.0;

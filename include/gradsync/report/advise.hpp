@@ -29,6 +29,7 @@ struct AdviceBaseline {
   int nics_per_node = 0;
   std::optional<std::uint32_t> scenario_gpus;  // the scenario's `gpus:` (first N GPUs)
   std::optional<Fabric> network_fabric;        // unset: one server, no network
+  bool network_sharp = false;                  // network.sharp: the switches reduce (SHARP)
   BytesPerSecond nic_bandwidth{0.0};
   SyncStrategy strategy = SyncStrategy::AllReduce;
   SyncAlgorithm algorithm = SyncAlgorithm::Auto;
@@ -51,7 +52,7 @@ struct AdviceBaseline {
 };
 
 enum class AdviceKind {
-  Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm, Parallel
+  Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm, Parallel, Sharp
 };
 [[nodiscard]] std::string_view to_string(AdviceKind kind);  // "nodes", "fabric", ...
 

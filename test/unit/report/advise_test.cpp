@@ -71,6 +71,30 @@ TEST_CASE("advise: faster networks ranked, each with its own fabric's efficiency
   CHECK(at_100 == 2);
 }
 
+TEST_CASE("advise: InfiniBand SHARP as a what-if where NCCL could use it") {
+  AdviceBaseline ib = two_servers_on_10gbe();
+  ib.network_fabric = Fabric::InfiniBand;
+  ib.nccl = true;
+  const std::string sharp = "topology_overrides.network.sharp=true";
+  const auto vs = plan_advice_variants(ib);
+  CHECK(has_set(vs, sharp));
+  for (const AdviceVariant& v : vs)
+    if (v.kind == AdviceKind::Sharp) CHECK(v.same_prices);
+  // Not where the switches already reduce, not off InfiniBand, not without NCCL (CollNet and
+  // NVLS are NCCL's), not with a parallel layout (CollNet runs plain data parallelism).
+  AdviceBaseline on = ib;
+  on.network_sharp = true;
+  CHECK_FALSE(has_set(plan_advice_variants(on), sharp));
+  CHECK_FALSE(has_set(plan_advice_variants(two_servers_on_10gbe()), sharp));
+  AdviceBaseline none = ib;
+  none.nccl = false;
+  CHECK_FALSE(has_set(plan_advice_variants(none), sharp));
+  AdviceBaseline tp = ib;
+  tp.parallel.tensor = 2;
+  CHECK_FALSE(has_set(plan_advice_variants(tp), sharp));
+  CHECK(to_string(AdviceKind::Sharp) == "sharp");
+}
+
 TEST_CASE("advise: one server has no network, NIC or hierarchical what-ifs") {
   AdviceBaseline one;
   one.cluster_template = true;
