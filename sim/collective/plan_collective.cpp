@@ -70,6 +70,13 @@ Plan plan_request(const CollectiveRequest& r) {
                                       static_cast<std::uint32_t>(cap));
     return static_cast<std::uint32_t>(std::clamp(std::ceil(r.bytes.bytes() / 1048576.0), 2.0, cap));
   };
+  // CollNet: one chunk per 256 KiB per lane (channel or head), 1..256 (NCCL streams its chains
+  // and heads in Simple steps of a few hundred KiB).
+  const auto collnet_pipeline = [&](std::uint32_t lanes) -> std::uint32_t {
+    if (r.pipeline > 0) return r.pipeline;
+    return static_cast<std::uint32_t>(
+        std::clamp(std::ceil(r.bytes.bytes() / lanes / 262144.0), 1.0, 256.0));
+  };
   switch (r.algorithm) {
     case Algorithm::Ring: {
       RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}, flows_only};
@@ -143,32 +150,25 @@ Plan plan_request(const CollectiveRequest& r) {
     case Algorithm::CollNetChain: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       // `ranks` GPUs plus the SHARP switches. A chain is 2·ppn stages deep (16 on 8-GPU
-      // servers), so it pipelines finer than the tree: one chunk per 256 KiB per channel,
-      // 1..256 (NCCL streams a chain in Simple steps of a few hundred KiB).
+      // servers), so it pipelines finer than the tree (collnet_pipeline).
       const std::uint32_t channels = std::clamp<std::uint32_t>(r.channels, 1, 64);
-      const std::uint32_t pipeline =
-          r.pipeline > 0 ? r.pipeline
-                         : static_cast<std::uint32_t>(std::clamp(
-                               std::ceil(r.bytes.bytes() / channels / 262144.0), 1.0, 256.0));
       return plan_collnet_chain_allreduce(
           r.ranks, r.bytes,
-          CollNetChainOptions{r.ranks_per_node, channels, pipeline, r.sharp_of_local, flows_only});
+          CollNetChainOptions{r.ranks_per_node, channels, collnet_pipeline(channels),
+                              r.sharp_of_local, flows_only});
     }
     case Algorithm::CollNetDirect: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       // Heads: one per channel (NIC), at most 8 (NCCL_MAX_DIRECT_ARITY + 1) and ppn, spread
-      // over the locals; one step per 256 KiB per head, 1..256.
+      // over the locals.
       const std::uint32_t ppn = std::max<std::uint32_t>(r.ranks_per_node, 1);
       const std::uint32_t count = std::clamp<std::uint32_t>(std::min(r.channels, ppn), 1, 8);
       std::vector<std::uint32_t> heads;
       for (std::uint32_t p = 0; p < count; ++p) heads.push_back(p * ppn / count);
-      const std::uint32_t pipeline =
-          r.pipeline > 0 ? r.pipeline
-                         : static_cast<std::uint32_t>(std::clamp(
-                               std::ceil(r.bytes.bytes() / count / 262144.0), 1.0, 256.0));
       return plan_collnet_direct_allreduce(
           r.ranks, r.bytes,
-          CollNetDirectOptions{ppn, std::move(heads), pipeline, r.sharp_of_local, flows_only});
+          CollNetDirectOptions{ppn, std::move(heads), collnet_pipeline(count), r.sharp_of_local,
+                               flows_only});
     }
     case Algorithm::NvlsTree: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
