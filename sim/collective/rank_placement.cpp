@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -319,7 +320,13 @@ NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<
 NvlsSharpDevices collnet_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
                                  std::uint32_t ranks_per_node) {
   const std::size_t ppn = ranks_per_node;
-  if (gpus.empty() || ppn == 0 || gpus.size() % ppn != 0 || gpus.size() == ppn)
+  // ranks_per_node() is 1 where the ranks do not fill servers in order (8 + 4, strided): one
+  // rank per server is the only such layout CollNet takes.
+  std::map<int, std::size_t> per_node;
+  for (DeviceId g : gpus) ++per_node[topology.device(g).node];
+  const bool mixed = std::any_of(per_node.begin(), per_node.end(),
+                                 [&](const auto& n) { return n.second != ppn; });
+  if (gpus.empty() || ppn == 0 || gpus.size() % ppn != 0 || gpus.size() == ppn || mixed)
     throw ConfigError(topology.origin(),
                       "CollNet needs whole servers, two or more, ranks in server order");
   NvlsSharpDevices out;

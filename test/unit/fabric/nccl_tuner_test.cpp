@@ -444,6 +444,10 @@ TEST_CASE("CollNet: NCCL's tuner offers CollNetChain where the servers' NICs sha
   std::vector<DeviceId> first(with.gpus().begin(), with.gpus().begin() + 8);
   CHECK_THROWS_WITH_AS((void)collnet_devices(with, first, 8), doctest::Contains("two or more"),
                        ConfigError);
+  // 12 GPUs filling one server and half of the next: not whole servers.
+  std::vector<DeviceId> twelve(with.gpus().begin(), with.gpus().begin() + 12);
+  CHECK_THROWS_WITH_AS((void)collnet_devices(with, twelve, 1), doctest::Contains("whole servers"),
+                       ConfigError);
   // tuning.cc: CollNetChain latency 2 (ppn - 1) x 2.8 + 30 us, bandwidth channels x bwIntra of
   // its graph (the tree graph) whatever the node count, algorithm bandwidth half of it.
   const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
