@@ -90,7 +90,9 @@ void add_bench_command(CLI::App& app) {
   CLI::Option* algo = cmd->add_option("--algo", opts->args.algo,
                   fmt::format("{} (nvls: NVLink SHARP in one NVSwitch domain, or in each "
                               "server with InfiniBand SHARP between them (network.sharp); "
-                              "nvlstree: NVLS in each server, trees across servers; auto "
+                              "nvlstree: NVLS in each server, trees across servers; "
+                              "collnetchain / collnetdirect: NCCL's CollNet, the InfiniBand "
+                              "SHARP switches reduce between servers (network.sharp); auto "
                               "includes them where available; default ring, auto with --compare)",
                               fmt::join(bench_algorithm_choices(), " | ")))
       ->check(CLI::IsMember(bench_algorithm_choices()));
