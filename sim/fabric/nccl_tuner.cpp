@@ -505,6 +505,7 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
     threads = kMaxThreadsLL128;
     threshold = kThresholdLL128;
   } else if (t.algorithm == Algorithm::CollNetChain) {
+    threads = kMaxThreadsCollNet;
     threshold = kThresholdCollNet;
   } else if (ring && view.ring.bw_intra * view.ring.channels <= kPciBw) {
     threads = kMaxThreadsPcieRing;
