@@ -31,32 +31,13 @@ Plan plan_collnet_chain_allreduce(std::uint32_t gpus, Bytes bytes,
   const std::uint32_t ppn = options.ranks_per_node;
   const std::uint32_t real_pipeline = options.pipeline;
   const std::uint32_t channels = options.channels;
-  detail::require_servers(kPlanner, gpus, ppn, real_pipeline, bytes.bytes());
-  detail::require(gpus / ppn >= 2, kPlanner, "needs two servers or more");
   detail::require(channels >= 1 && channels <= 64, kPlanner,
                   fmt::format("channels must be 1..64, got {}", channels));
-  const std::uint32_t sharp_switches = detail::sharp_switch_count(kPlanner, options.sharp_of_local, ppn);
-  const std::uint32_t nodes = gpus / ppn;
-  // Flows-only: every chunk of a channel uses the channel's connections.
-  const std::uint32_t pipeline = detail::built_steps(options.flows_only, real_pipeline, 1);
-  const std::uint64_t full_transfers =
-      std::uint64_t{2} * gpus * channels * std::uint64_t{real_pipeline};
-  detail::require(full_transfers < kNoTransfer && std::uint64_t{gpus} + sharp_switches < kNoRank,
-                  kPlanner, "too large a plan");
-
-  Plan plan;
-  plan.op = CollectiveOp::AllReduce;
-  plan.algorithm = Algorithm::CollNetChain;
-  plan.ranks = gpus + sharp_switches;
-  plan.contributors = gpus;
-  plan.total_bytes = bytes;
-  plan.chunk_bytes = detail::fold_chunks(
-      split_bytes(bytes, channels * real_pipeline), real_pipeline, pipeline, channels,
-      [](std::uint32_t k, std::uint32_t c, std::uint32_t p) { return c * p + k; });
+  std::uint32_t nodes = 0, pipeline = 0;
+  Plan plan = detail::start_collnet_plan(kPlanner, Algorithm::CollNetChain, gpus, bytes, ppn,
+                                         options.sharp_of_local, channels, real_pipeline,
+                                         options.flows_only, nodes, pipeline);
   plan.steps = 2 * ppn;
-  plan.channels = channels;
-  detail::reserve_transfers(
-      plan, options.flows_only ? full_transfers / real_pipeline : full_transfers, kPlanner);
 
   // The rank at chain position `pos` of server `a` on channel `c`.
   const auto at = [&](std::uint32_t c, std::uint32_t a, std::uint32_t pos) {
@@ -105,7 +86,7 @@ Plan plan_collnet_chain_allreduce(std::uint32_t gpus, Bytes bytes,
   // the up and the down stream).
   const Bytes chunk_size = detail::first_chunk(bytes, channels * real_pipeline);
   plan.end_phase(plan.steps + real_pipeline - 1, chunk_size * (plan.steps - 1) * 0.5);
-  if (options.flows_only) make_flows_only(plan, full_transfers);
+  if (options.flows_only) make_flows_only(plan, std::uint64_t{2} * gpus * channels * real_pipeline);
   return plan;
 }
 

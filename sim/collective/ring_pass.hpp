@@ -77,7 +77,7 @@ inline void require_servers(const char* planner, std::uint32_t gpus, std::uint32
   require(bytes >= 0.0, planner, "negative size");
 }
 
-// The SHARP switches a plan across servers uses (NVLS with SHARP, CollNetChain): one entry of
+// The SHARP switches a plan across servers uses (NVLS with SHARP, CollNet): one entry of
 // `sharp_of_local` per local GPU index, naming switches 0..count-1, at most ppn of them.
 inline std::uint32_t sharp_switch_count(const char* planner,
                                         const std::vector<std::uint32_t>& sharp_of_local,
@@ -87,6 +87,38 @@ inline std::uint32_t sharp_switch_count(const char* planner,
   for (std::uint32_t s : sharp_of_local) count = std::max(count, s + 1);
   require(count <= ppn, planner, "more SHARP switches than local GPUs");
   return count;
+}
+
+// The start of a CollNet plan (CollNetChain, CollNetDirect): `gpus` in whole servers of `ppn`,
+// two or more, then the SHARP switches as ranks; `lanes` independent lanes (chains, heads) of
+// `steps` pipeline chunks each, chunk lane·steps + k (one chunk per lane when flows_only), 2·gpus
+// transfers per chunk reserved. Sets `nodes` and `built` (the chunks per lane planned).
+inline Plan start_collnet_plan(const char* planner, Algorithm algorithm, std::uint32_t gpus,
+                               Bytes bytes, std::uint32_t ppn,
+                               const std::vector<std::uint32_t>& sharp_of_local,
+                               std::uint32_t lanes, std::uint32_t steps, bool flows_only,
+                               std::uint32_t& nodes, std::uint32_t& built) {
+  require_servers(planner, gpus, ppn, steps, bytes.bytes());
+  require(gpus / ppn >= 2, planner, "needs two servers or more");
+  const std::uint32_t sharp_switches = sharp_switch_count(planner, sharp_of_local, ppn);
+  nodes = gpus / ppn;
+  built = built_steps(flows_only, steps, 1);  // every chunk of a lane uses its connections
+  const std::uint64_t full = std::uint64_t{2} * gpus * lanes * std::uint64_t{steps};
+  require(full < kNoTransfer && std::uint64_t{gpus} + sharp_switches < kNoRank, planner,
+          "too large a plan");
+  Plan plan;
+  plan.op = CollectiveOp::AllReduce;
+  plan.algorithm = algorithm;
+  plan.ranks = gpus + sharp_switches;
+  plan.contributors = gpus;
+  plan.total_bytes = bytes;
+  plan.chunk_bytes = fold_chunks(split_bytes(bytes, lanes * steps), steps, built, lanes,
+                                 [](std::uint32_t k, std::uint32_t c, std::uint32_t p) {
+                                   return c * p + k;
+                                 });
+  plan.channels = lanes;
+  reserve_transfers(plan, flows_only ? full / steps : full, planner);
+  return plan;
 }
 
 // The transfers of one appended pass, laid out step by step, member by member, lane by lane.

@@ -234,47 +234,29 @@ LoadedScenario load(const std::string& text, const std::string& file,
                                      "rule bucket the layers' tensors", file));
     }
     check_explicit_buckets(top, sc);
-    const bool nvls = sc.sync.algorithm == SyncAlgorithm::Nvls;
-    if (sc.sync.strategy == SyncStrategy::AllReduce &&
-        (nvls || sc.sync.algorithm == SyncAlgorithm::NvlsTree)) {
-      // NVLS needs one NVSwitch domain of NVLink4 or later and NCCL (nvls_switch()), or one
-      // per server and SHARP switches between them (nvls_sharp_devices()); NVLSTree one such
-      // domain per server, two servers or more (nvls_tree_devices()).
+    // The algorithms that reduce in a switch (the registry's InSwitch rows, spelled as in
+    // sync.algorithm): NVLS needs one NVSwitch domain of NVLink4 or later (nvls_switch()), or one
+    // per server and SHARP switches between them (nvls_sharp_devices()); NVLSTree one such
+    // domain per server, two servers or more (nvls_tree_devices()); CollNet two servers or more
+    // whose GPU-l NICs share a SHARP switch (collnet_devices()), CollNetDirect NVSwitch servers
+    // too, with one data-parallel group. All under NCCL.
+    const std::optional<Algorithm> in_switch = algorithm_from_string(to_string(sc.sync.algorithm));
+    if (sc.sync.strategy == SyncStrategy::AllReduce && in_switch &&
+        algorithm_info(*in_switch).in_auto == AutoUse::InSwitch) {
+      const bool collnet =
+          *in_switch == Algorithm::CollNetChain || *in_switch == Algorithm::CollNetDirect;
       const std::string name(to_string(sc.sync.algorithm));
       const MapReader s(top.node("sync"), file, "sync", kSyncKeys);
       const Topology& topo = out.topology.topology;
       if (topo.software() != SoftwareModel::Nccl)
         s.fail("algorithm", name + " is NCCL's algorithm, and the topology has software: none");
       if (used < 2) s.fail("algorithm", name + " needs 2 GPUs or more");
-      try {
-        const std::vector<DeviceId> placed = place_ranks(topo, used);
-        (void)in_switch_devices(topo, placed, ranks_per_node(topo, placed),
-                                nvls ? Algorithm::Nvls : Algorithm::NvlsTree);
-      } catch (const ConfigError& e) {
-        std::string why = e.what();  // "topology.yaml:L:C: error: why"
-        if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);
-        s.fail("algorithm", name + " cannot run on these GPUs: " + why);
-      }
-    }
-    if (sc.sync.strategy == SyncStrategy::AllReduce &&
-        (sc.sync.algorithm == SyncAlgorithm::CollNetChain ||
-         sc.sync.algorithm == SyncAlgorithm::CollNetDirect)) {
-      // CollNet needs two servers or more whose GPU-l NICs share a SHARP switch
-      // (collnet_devices()), under NCCL, with one data-parallel group; CollNetDirect NVSwitch
-      // servers too.
-      const std::string name(to_string(sc.sync.algorithm));
-      const MapReader s(top.node("sync"), file, "sync", kSyncKeys);
-      const Topology& topo = out.topology.topology;
-      if (topo.software() != SoftwareModel::Nccl)
-        s.fail("algorithm", name + " is NCCL's algorithm, and the topology has software: none");
-      if (!sc.parallel.plain())
+      if (collnet && !sc.parallel.plain())
         s.fail("algorithm", name + " runs with plain data parallelism (parallel: of one "
                                    "data-parallel group)");
       try {
         const std::vector<DeviceId> placed = place_ranks(topo, used);
-        (void)in_switch_devices(topo, placed, ranks_per_node(topo, placed),
-                                sc.sync.algorithm == SyncAlgorithm::CollNetChain
-                                    ? Algorithm::CollNetChain : Algorithm::CollNetDirect);
+        (void)in_switch_devices(topo, placed, ranks_per_node(topo, placed), *in_switch);
       } catch (const ConfigError& e) {
         std::string why = e.what();  // "topology.yaml:L:C: error: why"
         if (const auto at = why.find("error: "); at != std::string::npos) why.erase(0, at + 7);

@@ -39,6 +39,15 @@ double nvls_chunk_share(Algorithm algorithm, Bytes bytes, std::uint32_t nodes, d
       options.nvls_chunk_overhead_us);
 }
 
+// CollNet's share of its bandwidth at this size: `run_channels` of the communicator's channels,
+// each driving `lanes_per_channel` streams (1 for the chain; the heads for CollNetDirect, whose
+// channels enqueue.cc sizes by nc × threads × heads × threshold). 1 when unknown.
+double collnet_channel_share(const NcclOptions& options, double lanes_per_channel) {
+  if (options.run_channels == 0 || options.comm_channels == 0) return 1.0;
+  return std::min(1.0, static_cast<double>(options.run_channels) * lanes_per_channel *
+                           options.channel_scale / options.comm_channels);
+}
+
 // nccl_cost() with NCCL's latency table as it is (options.latency_scale not applied).
 NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, CollectiveOp op,
                               std::uint32_t ranks, std::uint32_t nodes, LinkClass intra,
@@ -84,9 +93,7 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     c.inter_steps = nodes > 1 ? 2 : 0;
     c.steps = 2 * (ppn - 1) + c.inter_steps;
     c.protocol_factor = 1.0;
-    if (options.run_channels > 0 && options.comm_channels > 0)
-      c.channel_factor = std::min(
-          1.0, static_cast<double>(options.run_channels) * options.channel_scale / options.comm_channels);
+    c.channel_factor = collnet_channel_share(options, 1.0);
     c.bandwidth_factor = c.channel_factor;
     c.bandwidth_factor_net = c.bandwidth_factor;
     const double lat_us = 2.0 * (ppn - 1) * kCollNetChainHopLat + (nodes > 1 ? inter : 0.0);
@@ -112,12 +119,8 @@ NcclStepCost cost_from_tables(Algorithm algorithm, NcclProtocol protocol, Collec
     c.inter_steps = nodes > 1 ? 2 : 0;
     c.steps = (ppn > 1 ? 2 : 0) + c.inter_steps;
     c.protocol_factor = 1.0;
-    // A channel drives every head's part at once (enqueue.cc sizes channels by nc × threads ×
-    // heads × threshold), so `run_channels` channels stand for run_channels × heads streams.
-    const double heads = std::max(1U, options.channels);
-    if (options.run_channels > 0 && options.comm_channels > 0)
-      c.channel_factor = std::min(1.0, static_cast<double>(options.run_channels) * heads *
-                                           options.channel_scale / options.comm_channels);
+    const double heads = std::max(1U, options.channels);  // the graph's channels: its heads
+    c.channel_factor = collnet_channel_share(options, heads);
     c.bandwidth_factor = share * c.channel_factor;
     c.bandwidth_factor_net = c.bandwidth_factor;
     // NCCL's prediction: its GPU/NIC factor over the graph's channels (heads).

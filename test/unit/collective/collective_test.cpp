@@ -1303,9 +1303,9 @@ TEST_CASE("collnetdirect: scatter to the heads, their round trip to SHARP, broad
           }
         }
         for (std::uint32_t i = 0; i < g; ++i) {
-          double headed = 0.0;  // the parts GPU i heads
+          double headed = 0.0;  // the parts GPU i heads (chunk p·3 + k is head p's)
           for (std::size_t c = 0; c < plan.chunks(); ++c)
-            if (heads[c % count] == i % ppn) headed += plan.chunk_bytes[c].bytes();
+            if (heads[c / 3] == i % ppn) headed += plan.chunk_bytes[c].bytes();
           CHECK(to_sharp[i] == doctest::Approx(headed));
           CHECK(from_sharp[i] == doctest::Approx(headed));
           // scatter of the parts it does not head + broadcast of its parts to the others
