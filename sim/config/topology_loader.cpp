@@ -27,7 +27,8 @@ using namespace config;  // the loader's own readers, schema and YAML helpers
 
 NodeSpec read_node(const MapReader& top) {
   MapReader r(top.node("node"), top.file(), "node",
-              {"gpus", "intra", "sockets", "socket_link", "nics", "nic_bandwidth", "pcie"});
+              {"gpus", "intra", "sockets", "socket_link", "host_memory", "nics", "nic_bandwidth",
+               "pcie"});
   NodeSpec n;
   n.origin = r.mark();
   n.gpus = static_cast<int>(r.integer("gpus", 1, kMaxGpusPerNode));
@@ -43,14 +44,10 @@ NodeSpec read_node(const MapReader& top) {
     n.intra_shape = has_switch ? IntraShape::Switch
                     : fabric == Fabric::NvLink ? IntraShape::Mesh
                                                : IntraShape::RootComplex;
-    // p2p: whether GPUs under the PCIe switch exchange data peer to peer (Device::p2p).
+    // p2p: whether the PCIe GPUs exchange data peer to peer (Device::p2p).
     if (const auto p2p = intra.opt_boolean("p2p")) {
-      if (fabric != Fabric::Pcie || !has_switch)
-        intra.fail("p2p", fabric != Fabric::Pcie
-                              ? "applies to fabric: pcie with switch: true only (NVLink is "
-                                "peer to peer)"
-                              : "applies to switch: true only (with switch: false GPU traffic "
-                                "already turns at the CPU root complex)");
+      if (fabric != Fabric::Pcie)
+        intra.fail("p2p", "applies to fabric: pcie only (NVLink is peer to peer)");
       n.pcie_p2p = *p2p;
     }
     if (intra.has("nvls_efficiency")) {
@@ -65,6 +62,26 @@ NodeSpec read_node(const MapReader& top) {
     MapReader s(r.node("socket_link"), r.file(), "node.socket_link",
                 {"bandwidth", "latency", "efficiency"});
     n.socket_link = read_group(s, Fabric::Socket);
+  }
+  // host_memory: one socket's DRAM, which GPUs on the root complex without P2P stage every
+  // byte through (NCCL's SHM transport; no GPUDirect RDMA to the NICs either).
+  const bool staged = n.intra_shape == IntraShape::RootComplex && !n.pcie_p2p;
+  if (r.has("host_memory")) {
+    if (!staged)
+      r.fail("host_memory", "applies to intra.fabric: pcie with switch: false and p2p: false "
+                            "only (GPUs that stage their traffic in host memory)");
+    MapReader m(r.node("host_memory"), r.file(), "node.host_memory",
+                {"bandwidth", "latency", "efficiency"});
+    LinkGroupSpec g;
+    g.fabric = Fabric::Memory;
+    g.bandwidth = link_rate(m, "bandwidth");
+    g.latency = m.has("latency") ? link_latency(m, "latency") : Seconds(0.0);
+    g.efficiency = efficiency_of(m);
+    g.origin = m.mark();
+    n.host_memory = g;
+  } else if (staged) {
+    r.fail("intra", "p2p: false on the CPU root complex (switch: false) stages GPU traffic in "
+                    "host memory: give node.host_memory.bandwidth (one socket's DRAM peak)");
   }
   n.nics = static_cast<int>(r.opt_integer("nics", 0, 1024).value_or(0));
   if (r.has("nic_bandwidth")) n.nic_bandwidth = link_rate(r, "nic_bandwidth");

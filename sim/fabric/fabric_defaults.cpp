@@ -46,6 +46,11 @@ double default_efficiency(Fabric fabric) {
       // v2 (p5: its 2-node runs are bound by NVLS inside the server, AWS-p5x2-17179869184
       // gives only >= 0.65) or v3/v4 (p5en, p6): calibrate against a run of yours.
       return 0.84;
+    case Fabric::Memory:
+      // Sustained / peak DRAM bandwidth: STREAM moves 74-78 % of the DDR wire rate (Copy 77 %,
+      // Triad 78 % on DDR4-1600, TI SPRAD45A table 3-2; 73-79 % on another board, TI
+      // SPRACV1B). No nccl-tests row chose it; GH-nccl1639-RTX5090x8 checks it.
+      return 0.75;
   }
   return 1.0;  // unreachable for valid enum values
 }

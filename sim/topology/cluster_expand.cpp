@@ -123,15 +123,23 @@ class ClusterBuilder {
       }
     } else {
       // PCIe server: GPUs on a PCIe switch per socket, or directly on the CPU root complex.
+      // Without P2P on the root complex (node.host_memory) the GPUs hang off a port group
+      // that forwards nothing between them, joined to the CPU by the socket's DRAM: every
+      // byte a GPU sends is written to host memory (one direction of that link) and read
+      // back by its consumer (the other), so each direction carries half the DRAM's rate.
       std::vector<DeviceId> cpus, attach;
       for (int s = 0; s < n.sockets; ++s) {
         cpus.push_back(device(p + fmt::format("cpu{}", s), DeviceKind::Cpu, i, n.origin));
-        if (n.intra_shape == IntraShape::Switch) {
-          Device pcie_switch{p + fmt::format("pcie{}", s), DeviceKind::PcieSwitch, i,
-                             Seconds(0.0), n.intra.origin};
+        if (n.intra_shape == IntraShape::Switch || n.host_memory) {
+          const bool ports = n.intra_shape != IntraShape::Switch;
+          Device pcie_switch{p + (ports ? fmt::format("rootports{}", s) : fmt::format("pcie{}", s)),
+                             DeviceKind::PcieSwitch, i, Seconds(0.0), n.intra.origin};
           pcie_switch.p2p = n.pcie_p2p;  // false: GPU-to-GPU traffic turns at the CPU
           const DeviceId sw = topo_.add_device(std::move(pcie_switch));
-          link(sw, cpus.back(), n.intra, Fabric::Pcie);  // the switch's x16 uplink
+          if (ports)
+            link(sw, cpus.back(), *n.host_memory, Fabric::Memory, 0.5);  // DRAM: write | read
+          else
+            link(sw, cpus.back(), n.intra, Fabric::Pcie);  // the switch's x16 uplink
           attach.push_back(sw);
         } else {
           attach.push_back(cpus.back());
@@ -140,6 +148,8 @@ class ClusterBuilder {
       for (int j = 0; j < n.gpus; ++j)
         link(gpus[static_cast<std::size_t>(j)],
              attach[static_cast<std::size_t>(socket_of(j, n.gpus))], n.intra, Fabric::Pcie);
+      // NICs of staged GPUs hang off the CPU: their data is staged in host memory too.
+      if (n.host_memory) attach = cpus;
       for (int a = 0; a < n.sockets; ++a)
         for (int b = a + 1; b < n.sockets; ++b)
           link(cpus[static_cast<std::size_t>(a)], cpus[static_cast<std::size_t>(b)],

@@ -11,7 +11,7 @@ namespace {
 // adaptively (NVIDIA Quantum adaptive routing), EFA's SRD sprays each flow's packets over many
 // paths (Shalev et al., IEEE Micro 2020); Ethernet and RoCE switches hash each flow onto one
 // path (ECMP).
-constexpr std::array<FabricInfo, 7> kFabrics{{
+constexpr std::array<FabricInfo, 8> kFabrics{{
     {Fabric::NvLink, "nvlink", false, LinkClass::NvLink, Routing::Static, -1},
     {Fabric::Pcie, "pcie", false, LinkClass::Pci, Routing::Static, -1},
     {Fabric::Socket, "socket", false, LinkClass::Pci, Routing::Static, -1},
@@ -19,6 +19,7 @@ constexpr std::array<FabricInfo, 7> kFabrics{{
     {Fabric::Roce, "roce", true, LinkClass::Net, Routing::Static, 1},
     {Fabric::Ethernet, "ethernet", true, LinkClass::Net, Routing::Static, 0},
     {Fabric::Efa, "efa", true, LinkClass::Net, Routing::Adaptive, 1},
+    {Fabric::Memory, "memory", false, LinkClass::Pci, Routing::Static, -1},
 }};
 
 constexpr bool rows_in_enum_order() {

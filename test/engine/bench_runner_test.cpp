@@ -198,3 +198,35 @@ TEST_CASE("bench runner: CollNet without SHARP switches is refused, saying why")
   CHECK_THROWS_WITH_AS((void)run_bench(sharp_rails(2, false), request),
                        doctest::Contains("CollNet needs SHARP"), ConfigError);
 }
+
+namespace {
+
+// 8 GPUs on two sockets' root complexes, 64 GB/s PCIe each, DRAM 200 GB/s per socket, every
+// efficiency 1. With P2P a 1 GiB ring runs at the PCIe rate; without it each socket's DRAM
+// takes a write and a read per byte of its 4 GPUs: busbw = 200 / (2 x 4) = 25 GB/s.
+double pcie_ring_busbw(bool p2p) {
+  const std::string text =
+      std::string("name: pcie-root\nsoftware: none\nnodes: 1\nnode:\n  gpus: 8\n"
+                  "  intra: {fabric: pcie, switch: false, bandwidth: 64GB/s, latency: 0ns, "
+                  "efficiency: 1, p2p: ") +
+      (p2p ? "true}\n" : "false}\n") +
+      "  sockets: 2\n  socket_link: {bandwidth: 400GB/s, latency: 0ns, efficiency: 1}\n" +
+      (p2p ? "" : "  host_memory: {bandwidth: 200GB/s, efficiency: 1}\n");
+  BenchRequest request;
+  request.algorithm = Algorithm::Ring;
+  request.sizes = {1024.0 * 1048576.0};
+  request.simgrid_args = simgrid_args();
+  const BenchResult result = run_bench(load_topology_text(text, "pcie-root.yaml").topology, request);
+  REQUIRE(result.rows.size() == 1);
+  return result.rows[0].busbw;
+}
+
+}  // namespace
+
+TEST_CASE("bench runner: PCIe GPUs with P2P ring at their link rate") {
+  CHECK(pcie_ring_busbw(true) == doctest::Approx(64.0).epsilon(0.02));
+}
+
+TEST_CASE("bench runner: PCIe GPUs without P2P ring at their socket's DRAM rate / (2 x GPUs)") {
+  CHECK(pcie_ring_busbw(false) == doctest::Approx(25.0).epsilon(0.02));
+}

@@ -44,15 +44,20 @@ struct NodeSpec {
   // evenly over the G-1 peers); for pcie it is each GPU's PCIe link.
   LinkGroupSpec intra;
   IntraShape intra_shape = IntraShape::Switch;
-  // pcie with switch: GPUs under a PCIe switch exchange data peer to peer (node.intra.p2p;
-  // Device::p2p). Default true: CUDA peer access between GPUs under one PCIe switch is
-  // supported on data-center GPUs (sim/fabric/README.md, PCIe).
+  // pcie: GPUs exchange data peer to peer (node.intra.p2p; Device::p2p). Default true: CUDA
+  // peer access over PCIe is supported on data-center GPUs (sim/fabric/README.md, PCIe).
+  // false under a PCIe switch: traffic turns at the CPU; false on the root complex
+  // (GeForce cards): every GPU's traffic is staged in its socket's DRAM (host_memory).
   bool pcie_p2p = true;
   // nvlink with switch: NVLS's share of the GPU port (node.intra.nvls_efficiency); empty =
   // kNvlsBandwidthFactor.
   std::optional<double> nvls_efficiency;
   int sockets = 1;                       // CPU sockets; GPUs and NICs split evenly across them
   std::optional<LinkGroupSpec> socket_link;  // CPU-CPU link (UPI / xGMI) when sockets > 1
+  // One socket's DRAM (node.host_memory: peak bandwidth, efficiency), required by pcie on the
+  // root complex with p2p: false, where NCCL's SHM transport writes each byte to host memory
+  // and the peer reads it back.
+  std::optional<LinkGroupSpec> host_memory;
   int nics = 0;                          // nics == gpus: one NIC per GPU (rail-optimized)
   BytesPerSecond nic_bandwidth{0.0};     // network line rate of one NIC
   std::optional<LinkGroupSpec> pcie;     // GPU <-> NIC (nvlink servers) or NIC <-> CPU (pcie)

@@ -31,7 +31,9 @@ using LinkId = std::size_t;
 enum class DeviceKind { Gpu, NvSwitch, PcieSwitch, Cpu, Nic, Switch };
 // Efa: AWS Elastic Fabric Adapter (SRD transport: reliable, multipath packet spraying, no PFC;
 // NCCL reaches it through the aws-ofi-nccl plugin).
-enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet, Efa };
+// Memory: a CPU socket's DRAM as GPU traffic without peer-to-peer sees it (NCCL's SHM
+// transport writes each byte to host memory and the peer reads it back).
+enum class Fabric { NvLink, Pcie, Socket, InfiniBand, Roce, Ethernet, Efa, Memory };
 enum class Duplex { Full, Half };
 // The collective library whose per-step overheads apply (`software:`, README.md Cluster template).
 enum class SoftwareModel { Nccl, None };
@@ -42,7 +44,7 @@ enum class SoftwareModel { Nccl, None };
 enum class GpuGeneration : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
 
 // Spellings used in YAML and in output ("gpu", "nvswitch", "pcie-switch", "cpu", "nic",
-// "switch"; "nvlink", "pcie", "socket", "infiniband", "roce", "ethernet", "efa").
+// "switch"; "nvlink", "pcie", "socket", "infiniband", "roce", "ethernet", "efa", "memory").
 [[nodiscard]] std::string_view to_string(DeviceKind kind);
 [[nodiscard]] std::string_view to_string(Fabric fabric);
 [[nodiscard]] std::string_view to_string(SoftwareModel software);

@@ -228,6 +228,42 @@ TEST_CASE("PCIe server without P2P: GPUs under one switch meet at the CPU, acros
         "n0.gpu0 n0.pcie0 n0.cpu0 n0.cpu1 n0.pcie1 n0.gpu4");
 }
 
+TEST_CASE("PCIe server on the root complex without P2P: every GPU byte is staged in its socket's DRAM") {
+  NodeSpec node;
+  node.gpus = 8;
+  node.intra = group(Fabric::Pcie, 64_GBps);
+  node.intra_shape = IntraShape::RootComplex;
+  node.pcie_p2p = false;
+  node.sockets = 2;
+  node.socket_link = group(Fabric::Socket, 128_GBps);
+  node.host_memory = group(Fabric::Memory, 300_GBps);
+  node.nics = 2;
+  node.nic_bandwidth = 200_Gbps;
+  node.pcie = group(Fabric::Pcie, 16_GBps);
+  const Topology t = expand_cluster(cluster(1, node));
+  // Per socket a port group that forwards nothing between its GPUs, joined to the CPU by the
+  // DRAM: half its rate each way (written by the sender one way, read by the receiver back).
+  CHECK(count_kind(t, DeviceKind::PcieSwitch) == 2);
+  CHECK_FALSE(t.device(id_of(t, "n0.rootports0")).p2p);
+  REQUIRE(links_of(t, Fabric::Memory).size() == 2);
+  for (const Link& l : links_of(t, Fabric::Memory)) {
+    CHECK(gbps(l.bandwidth) == doctest::Approx(150.0));
+    CHECK(l.efficiency == doctest::Approx(0.75));  // the memory fabric's default
+  }
+  CHECK(neighbours(t, "n0.rootports1", Fabric::Pcie) ==
+        std::set<std::string>{"n0.gpu4", "n0.gpu5", "n0.gpu6", "n0.gpu7"});
+  CHECK(neighbours(t, "n0.rootports1", Fabric::Memory) == std::set<std::string>{"n0.cpu1"});
+  // NICs on the CPU: a GPU's network data is staged in host memory too (no GPUDirect RDMA).
+  CHECK(neighbours(t, "n0.nic0", Fabric::Pcie) == std::set<std::string>{"n0.cpu0"});
+  const Router router(t);
+  CHECK(route_names(t, router.route(id_of(t, "n0.gpu0"), id_of(t, "n0.gpu3"))) ==
+        "n0.gpu0 n0.rootports0 n0.cpu0 n0.rootports0 n0.gpu3");
+  CHECK(route_names(t, router.route(id_of(t, "n0.gpu1"), id_of(t, "n0.gpu6"))) ==
+        "n0.gpu1 n0.rootports0 n0.cpu0 n0.cpu1 n0.rootports1 n0.gpu6");
+  CHECK(route_names(t, router.route(id_of(t, "n0.gpu5"), id_of(t, "n0.nic1"))) ==
+        "n0.gpu5 n0.rootports1 n0.cpu1 n0.nic1");
+}
+
 TEST_CASE("PCIe server on the root complex: GPUs on the CPUs, no PCIe switch") {
   NodeSpec node;
   node.gpus = 8;

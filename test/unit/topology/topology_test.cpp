@@ -158,7 +158,7 @@ TEST_CASE("the fabric registry: one row per fabric, read by every name and prope
     CHECK((f.advise_rank >= 0) == f.network);
     if (f.network) CHECK(gradsync::default_routing(f.fabric) == f.routing);
   }
-  CHECK(names.size() == 7);
+  CHECK(names.size() == 8);
   CHECK(gradsync::fabric_names(true) ==
         std::vector<std::string>{"infiniband", "roce", "ethernet", "efa"});
   CHECK_FALSE(gradsync::fabric_from_string("nvswitch").has_value());

@@ -163,6 +163,16 @@ SYSTEMS = [
     dict(prefix="GH-nccl209-GCP32GbE-4n8g", topology="gcp-v100-8gpu-2node-32gbps.yaml",
          peak_bytes=GiB, overrides={"nodes": 4},
          known="host-limited TCP sockets (8 GPUs behind one socket NIC, NCCL 2.4.7's NSOCKS/NTHREADS)"),
+    # Held out: 8 x RTX 5090 without P2P (NVIDIA/nccl#1639): the DRAM through which NCCL's SHM
+    # transport stages every byte bounds the ring (the memory efficiency comes from STREAM, not
+    # from these rows). Peaks of 1-8 GiB sweeps, simulated at 8 GiB.
+    dict(prefix="GH-nccl1639-RTX5090x8", topology="rtx5090-8gpu-2s.yaml", heldout=True,
+         peak_bytes=8 * GiB),
+    dict(prefix="GH-nccl1639-RTX5090x4", topology="rtx5090-8gpu-2s.yaml", heldout=True,
+         peak_bytes=8 * GiB, overrides={"node.gpus": 4, "node.sockets": 1},
+         known="35 GB/s on 4 GPUs: a DRAM bound (307.2 x 0.75 / 8 = 28.8 on one socket) needs "
+               "91 % of DDR5 peak, or GPUs on both sockets (48, PCIe-bound); which 4 ran is not "
+               "stated, and last-level-cache hits (DDIO) are not modelled"),
     # NVIDIA's reference bars (GTC24 S62129 / GTC25 S72583 slide 12): large-message peaks.
     dict(prefix="GTC-V100-NVL2", topology="dgx1-v100.yaml", algo="ring"),
     dict(prefix="GTC-A100-NVL3", topology="dgx-a100.yaml", algo="ring"),
@@ -209,10 +219,20 @@ class Gradsync:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
                 for k, v in system["overrides"].items():
-                    if "." in k:  # section.key: a key added to a top-level block
+                    if "." in k:  # section.key: set in a top-level block (replaced or added)
                         section, sub = k.split(".", 1)
-                        text, n = re.subn(rf"(?m)^({re.escape(section)}:[ \t]*(#[^\n]*)?\n)",
-                                          rf"\g<1>  {sub}: {v}\n", text, count=1)
+                        block = re.search(rf"(?ms)^{re.escape(section)}:[ \t]*(#[^\n]*)?\n(.*?)(?=^\S|\Z)",
+                                          text)
+                        n = 0
+                        if block:
+                            body, count = re.subn(rf"(?m)^(  {re.escape(sub)}:)[^\n#]*",
+                                                  rf"\g<1> {v} ", block.group(2), count=1)
+                            if count:
+                                text = text[:block.start(2)] + body + text[block.end(2):]
+                                n = 1
+                        if not n:
+                            text, n = re.subn(rf"(?m)^({re.escape(section)}:[ \t]*(#[^\n]*)?\n)",
+                                              rf"\g<1>  {sub}: {v}\n", text, count=1)
                     else:
                         text, n = re.subn(rf"(?m)^{re.escape(k)}:[^\n#]*", f"{k}: {v} ", text,
                                           count=1)
