@@ -97,13 +97,17 @@ std::vector<FitParam> calibration_params(const ClusterSpec& spec, bool multi) {
   std::vector<FitParam> params;
   const std::string group = multi ? "network" : "node.intra";
   {
+    // One server whose GPUs stage their data in host memory (node.host_memory): the DRAM, not
+    // the PCIe links, sets the rate, so its efficiency is the one to fit.
+    const bool staged = !multi && spec.node.host_memory.has_value();
     FitParam e;
-    e.label = group + ".efficiency";
-    e.path = multi ? std::vector<std::string>{"network", "efficiency"}
-                   : std::vector<std::string>{"node", "intra", "efficiency"};
-    const LinkGroupSpec& intra = spec.node.intra;
+    e.label = (staged ? std::string("node.host_memory") : group) + ".efficiency";
+    e.path = multi    ? std::vector<std::string>{"network", "efficiency"}
+             : staged ? std::vector<std::string>{"node", "host_memory", "efficiency"}
+                      : std::vector<std::string>{"node", "intra", "efficiency"};
+    const LinkGroupSpec& own = staged ? *spec.node.host_memory : spec.node.intra;
     e.initial = multi ? spec.network->efficiency.value_or(default_efficiency(spec.network->fabric))
-                      : intra.efficiency.value_or(default_efficiency(intra.fabric));
+                      : own.efficiency.value_or(default_efficiency(own.fabric));
     e.lo = 1e-3;
     e.hi = 1.0;
     e.probe = 0.95;

@@ -18,8 +18,12 @@ void read_bench_times(const std::string& bench_stdout, std::map<long long, doubl
   for (const auto& r : nlohmann::json::parse(bench_stdout)) {
     const auto b = std::llround(r.at("bytes").get<double>());
     time_us[b] = r.at("time_us").get<double>();
+    // protocol: null where the row ran without NCCL's model (bench --json).
+    const auto protocol = r.find("protocol");
     algorithm[b] = r.value("algorithm", std::string()) +
-                   (r.contains("protocol") ? "/" + r.at("protocol").get<std::string>() : "");
+                   (protocol != r.end() && protocol->is_string()
+                        ? "/" + protocol->get<std::string>()
+                        : "");
   }
 }
 

@@ -156,6 +156,22 @@ TEST_CASE("calibration_params: the bottleneck group's two, then NCCL's three in 
   CHECK(single[1].label == "node.intra.latency");
   CHECK(single[1].initial == 0.25e-6);
   CHECK(single[1].probe == 0.5);  // at least half a µs
+
+  // GPUs staged through host memory: the DRAM's efficiency is fitted, not the PCIe links'.
+  ClusterSpec staged = plain;
+  staged.node.intra.fabric = Fabric::Pcie;
+  staged.node.intra_shape = IntraShape::RootComplex;
+  staged.node.pcie_p2p = false;
+  LinkGroupSpec dram;
+  dram.fabric = Fabric::Memory;
+  dram.bandwidth = BytesPerSecond(307.2e9);
+  staged.node.host_memory = dram;
+  const std::vector<FitParam> mem = calibration_params(staged, false);
+  REQUIRE(mem.size() == 2);
+  CHECK(mem[0].label == "node.host_memory.efficiency");
+  CHECK(mem[0].path == std::vector<std::string>{"node", "host_memory", "efficiency"});
+  CHECK(mem[0].initial == default_efficiency(Fabric::Memory));
+  CHECK(mem[1].label == "node.intra.latency");
 }
 
 TEST_CASE("calibration_fit_options: --bands by name") {
