@@ -229,6 +229,10 @@ TEST_CASE("read_bench_times: time and algorithm by size from bench --json") {
   CHECK(times.at(8) == 7.25);  // rounded to whole bytes, replaced
   CHECK(algorithms.at(1048576) == "ring/Simple");
   CHECK(algorithms.at(8) == "tree");
+  // Without NCCL's model bench writes "protocol": null (one rank, software: none).
+  read_bench_times(R"([{"bytes": 64.0, "time_us": 3.5, "algorithm": "ring", "protocol": null}])",
+                   times, algorithms);
+  CHECK(algorithms.at(64) == "ring");
   CHECK_THROWS(read_bench_times("gradsync: error", times, algorithms));
   CHECK_THROWS(read_bench_times(R"([{"bytes": 8}])", times, algorithms));
 }
