@@ -194,6 +194,16 @@ SYSTEMS = [
     # (network.sharp), and NCCL's tuner runs NVLS across the servers (auto).
     dict(prefix="GTC-DGXH100-8x400G-SHARP", topology="dgx-h100-4node-ib.yaml",
          overrides={"network.sharp": "true"}),
+    # NVIDIA's per-GPU bars for one NIC type (GTC24/GTC25 slide 12): a ring across servers,
+    # whose busbw is each GPU's NIC payload rate, on the shipped 8-GPU servers (per server / 8).
+    # 2x200G: two NICs per GPU (16 x 200G on 8 H100), NCCL spreading a GPU's channels over
+    # both; bound to one NIC it would read 24.
+    dict(prefix="GTC-200G-RDMA", topology="dgx-a100-4node-hdr-ib.yaml", algo="ring",
+         busbw_divisor=8),
+    dict(prefix="GTC-400G-RDMA", topology="dgx-h100-4node-ib.yaml", algo="ring",
+         busbw_divisor=8),
+    dict(prefix="GTC-2x200G-RDMA", topology="dgx-h100-4node-ib.yaml", algo="ring",
+         busbw_divisor=8, overrides={"node.nics": 16, "node.nic_bandwidth": "200Gbps"}),
     # This bar is per NIC (10 GB/s on one 100 GbE NIC); the topology has 8 NICs per server.
     # Host-limited: the Ethernet model's host cap (tcp_model.hpp, 10 GB/s per port) covers it.
     dict(prefix="GTC-100GbE-TCP", topology="eth-100gbe-4node.yaml", busbw_divisor=8),
