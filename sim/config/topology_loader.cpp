@@ -72,13 +72,7 @@ NodeSpec read_node(const MapReader& top) {
                             "only (GPUs that stage their traffic in host memory)");
     MapReader m(r.node("host_memory"), r.file(), "node.host_memory",
                 {"bandwidth", "latency", "efficiency"});
-    LinkGroupSpec g;
-    g.fabric = Fabric::Memory;
-    g.bandwidth = link_rate(m, "bandwidth");
-    g.latency = m.has("latency") ? link_latency(m, "latency") : Seconds(0.0);
-    g.efficiency = efficiency_of(m);
-    g.origin = m.mark();
-    n.host_memory = g;
+    n.host_memory = read_group(m, Fabric::Memory, /*latency_required=*/false);
   } else if (staged) {
     r.fail("intra", "p2p: false on the CPU root complex (switch: false) stages GPU traffic in "
                     "host memory: give node.host_memory.bandwidth (one socket's DRAM peak)");

@@ -69,11 +69,11 @@ Bytes bounded_size(const MapReader& r, const std::string& key, bool allow_zero) 
 }
 
 // bandwidth / latency / efficiency (+ fabric and switch where the group has them).
-LinkGroupSpec read_group(const MapReader& r, Fabric fabric) {
+LinkGroupSpec read_group(const MapReader& r, Fabric fabric, bool latency_required) {
   LinkGroupSpec g;
   g.fabric = fabric;
   g.bandwidth = link_rate(r, "bandwidth");
-  g.latency = link_latency(r, "latency");
+  g.latency = latency_required || r.has("latency") ? link_latency(r, "latency") : Seconds(0.0);
   g.efficiency = efficiency_of(r);
   g.origin = r.mark();
   return g;

@@ -33,7 +33,10 @@ namespace gradsync::config {
 [[nodiscard]] Bytes bounded_size(const MapReader& r, const std::string& key, bool allow_zero);
 
 // bandwidth / latency / efficiency (+ fabric and switch where the group has them).
-[[nodiscard]] LinkGroupSpec read_group(const MapReader& r, Fabric fabric);
+// latency_required false: an absent `latency` is 0 (node.host_memory, whose crossings add none
+// beyond the PCIe hops').
+[[nodiscard]] LinkGroupSpec read_group(const MapReader& r, Fabric fabric,
+                                       bool latency_required = true);
 
 [[nodiscard]] RoceOptions read_roce(const MapReader& parent, const std::string& key);
 

@@ -79,9 +79,15 @@ std::string format_summary(const TopologySummary& s) {
   for (const auto& [fabric, links] : s.links) {
     const std::string count = fmt::format("{:>{}} {},", links.count, count_width,
                                           links.count == 1 ? "link" : "links");
+    // A memory link carries the DRAM's writes one way and its reads the other: its line rate
+    // is half the DRAM peak each way, which the line says rather than leave 2x to the reader.
     line(out, fmt::format("links: {}", to_string(fabric)),
-         fmt::format("{:<{}} {} total line rate", count, count_width + 7,
-                     format_rate(links.total_bandwidth)));
+         fmt::format("{:<{}} {} total line rate{}", count, count_width + 7,
+                     format_rate(links.total_bandwidth),
+                     fabric == Fabric::Memory
+                         ? fmt::format(" each way (DRAM peak {}: writes one way, reads the other)",
+                                       format_rate(links.total_bandwidth * 2.0))
+                         : std::string()));
   }
   if (s.links.empty()) line(out, "links", "none");
 

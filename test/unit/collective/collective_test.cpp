@@ -29,6 +29,14 @@ namespace {
 
 constexpr std::array<std::uint32_t, 8> kRankCounts{1, 2, 3, 4, 7, 8, 16, 64};
 
+// The SHARP switch each local GPU index reaches: one switch (0) for all, or rail switch l.
+std::vector<std::uint32_t> sharp_of_local(std::uint32_t ppn, bool rails) {
+  std::vector<std::uint32_t> sharp(ppn, 0);
+  if (rails)
+    for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;
+  return sharp;
+}
+
 // Longest dependency chain, counting each transfer as one time unit.
 std::uint32_t dependency_depth(const Plan& plan) {
   std::vector<std::uint32_t> finish(plan.transfers.size(), 0);
@@ -1137,9 +1145,7 @@ TEST_CASE("nvls with SHARP: NVSwitches reduce in each server, the SHARP switch a
         CAPTURE(ppn);
         CAPTURE(rails);
         const std::uint32_t g = nodes * ppn;
-        std::vector<std::uint32_t> sharp(ppn, 0);
-        if (rails)
-          for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;
+        const std::vector<std::uint32_t> sharp = sharp_of_local(ppn, rails);
         const std::uint32_t switches = rails ? ppn : 1;
         const Bytes s{1000.0 * ppn * 3 + 7};
         const Plan plan = plan_nvls_sharp_allreduce(g, s, {ppn, 3, sharp});
@@ -1202,9 +1208,7 @@ TEST_CASE("collnetchain: a chain per channel in each server, the SHARP switch ac
           CAPTURE(channels);
           CAPTURE(rails);
           const std::uint32_t g = nodes * ppn;
-          std::vector<std::uint32_t> sharp(ppn, 0);
-          if (rails)
-            for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;
+          const std::vector<std::uint32_t> sharp = sharp_of_local(ppn, rails);
           const std::uint32_t switches = rails ? ppn : 1;
           const Bytes s{1000.0 * channels * 3 + 7};
           const Plan plan = plan_collnet_chain_allreduce(g, s, {ppn, channels, 3, sharp});
@@ -1272,9 +1276,9 @@ TEST_CASE("collnetdirect: scatter to the heads, their round trip to SHARP, broad
         CAPTURE(ppn);
         CAPTURE(count);
         const std::uint32_t g = nodes * ppn;
-        std::vector<std::uint32_t> heads, sharp(ppn);
+        std::vector<std::uint32_t> heads;
         for (std::uint32_t p = 0; p < count; ++p) heads.push_back(p * ppn / count);
-        for (std::uint32_t l = 0; l < ppn; ++l) sharp[l] = l;  // rail switch l
+        const std::vector<std::uint32_t> sharp = sharp_of_local(ppn, /*rails=*/true);
         const Bytes s{1000.0 * count * 3 + 5};
         const Plan plan = plan_collnet_direct_allreduce(g, s, {ppn, heads, 3, sharp});
         REQUIRE_PLAN_OK(plan);

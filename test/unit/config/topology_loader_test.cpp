@@ -338,6 +338,49 @@ links:
   CHECK(expl.topology.device(id_of(expl.topology, "sw1")).p2p);
 }
 
+TEST_CASE("host_memory: the DRAM of GPUs on the root complex without P2P, and fabric: memory") {
+  const TopologyFile t = load_topology_text(R"(nodes: 1
+node:
+  gpus: 4
+  intra: {fabric: pcie, switch: false, bandwidth: 64GB/s, latency: 500ns, p2p: false}
+  host_memory: {bandwidth: 307.2GB/s, efficiency: 0.7}
+)", "staged.yaml");
+  REQUIRE(t.cluster->node.host_memory.has_value());
+  const LinkGroupSpec& m = *t.cluster->node.host_memory;
+  CHECK(m.fabric == Fabric::Memory);
+  CHECK(m.bandwidth.gigabytes_per_second() == doctest::Approx(307.2));
+  CHECK(m.latency.seconds() == 0.0);  // no latency: none beyond the PCIe hops
+  CHECK(m.efficiency == doctest::Approx(0.7));
+  CHECK_FALSE(t.topology.device(id_of(t.topology, "n0.rootports0")).p2p);
+  const TopologyFile expl = load_topology_text(R"(devices:
+  - {name: "gpu[0-1]", kind: gpu}
+  - {name: ports, kind: pcie-switch, p2p: false}
+  - {name: cpu, kind: cpu}
+links:
+  - {between: ["gpu[0-1]", ports], fabric: pcie, bandwidth: 32GB/s, latency: 500ns}
+  - {between: [ports, cpu], fabric: memory, bandwidth: 100GB/s, latency: 0ns}
+)", "explicit.yaml");
+  const auto memory = links_between(expl.topology, "ports", "cpu");
+  REQUIRE(memory.size() == 1);
+  CHECK(memory[0]->fabric == Fabric::Memory);
+  CHECK(memory[0]->efficiency == doctest::Approx(0.75));  // the memory default
+  // Nonsense is one error at its position.
+  const auto rejects = [](const std::string& host_memory, const std::string& what) {
+    CAPTURE(host_memory);
+    CHECK_THROWS_WITH_AS((void)load_topology_text(
+                             "nodes: 1\nnode:\n  gpus: 4\n  intra: {fabric: pcie, switch: false, "
+                             "bandwidth: 64GB/s, latency: 500ns, p2p: false}\n  host_memory: " +
+                                 host_memory + "\n",
+                             "bad.yaml"),
+                         doctest::Contains(what.c_str()), ConfigError);
+  };
+  rejects("{bandwidth: 0GB/s}", "bad.yaml:5:");
+  rejects("{bandwidth: 307.2}", "bad.yaml:5:");
+  rejects("{efficiency: 0.7}", "bandwidth");
+  rejects("{bandwidth: 307.2GB/s, efficiency: 1.5}", "bad.yaml:5:");
+  rejects("{bandwidth: 307.2GB/s, latency: -1ns}", "bad.yaml:5:");
+}
+
 TEST_CASE("template: one server needs no network") {
   const TopologyFile f = load_good("template_single_node");
   CHECK(f.topology.gpu_count() == 8);

@@ -178,13 +178,25 @@ TEST_CASE("NVLink mesh: G(G-1)/2 direct links of bandwidth/(G-1) each") {
   CHECK(t1.gpu_count() == 1);
 }
 
-TEST_CASE("PCIe server, switch per socket, 2 sockets: GPUs split, socket link between CPUs") {
+namespace {
+
+// An 8-GPU PCIe server on 2 sockets (32 GB/s per GPU, 40 GB/s between the CPUs), the GPUs under
+// a switch per socket or on the root complex.
+NodeSpec pcie_two_sockets(IntraShape shape, bool p2p = true) {
   NodeSpec node;
   node.gpus = 8;
   node.intra = group(Fabric::Pcie, 32_GBps);
-  node.intra_shape = IntraShape::Switch;
+  node.intra_shape = shape;
+  node.pcie_p2p = p2p;
   node.sockets = 2;
   node.socket_link = group(Fabric::Socket, 40_GBps);
+  return node;
+}
+
+}  // namespace
+
+TEST_CASE("PCIe server, switch per socket, 2 sockets: GPUs split, socket link between CPUs") {
+  const NodeSpec node = pcie_two_sockets(IntraShape::Switch);
   const Topology t = expand_cluster(cluster(1, node));
   CHECK(count_kind(t, DeviceKind::Gpu) == 8);
   CHECK(count_kind(t, DeviceKind::Cpu) == 2);
@@ -211,13 +223,7 @@ TEST_CASE("PCIe server, switch per socket, 2 sockets: GPUs split, socket link be
 }
 
 TEST_CASE("PCIe server without P2P: GPUs under one switch meet at the CPU, across sockets as before") {
-  NodeSpec node;
-  node.gpus = 8;
-  node.intra = group(Fabric::Pcie, 32_GBps);
-  node.intra_shape = IntraShape::Switch;
-  node.pcie_p2p = false;
-  node.sockets = 2;
-  node.socket_link = group(Fabric::Socket, 40_GBps);
+  const NodeSpec node = pcie_two_sockets(IntraShape::Switch, /*p2p=*/false);
   const Topology t = expand_cluster(cluster(1, node));
   for (const Device& d : t.devices())
     if (d.kind == DeviceKind::PcieSwitch) CHECK_FALSE(d.p2p);
@@ -229,13 +235,7 @@ TEST_CASE("PCIe server without P2P: GPUs under one switch meet at the CPU, acros
 }
 
 TEST_CASE("PCIe server on the root complex without P2P: every GPU byte is staged in its socket's DRAM") {
-  NodeSpec node;
-  node.gpus = 8;
-  node.intra = group(Fabric::Pcie, 64_GBps);
-  node.intra_shape = IntraShape::RootComplex;
-  node.pcie_p2p = false;
-  node.sockets = 2;
-  node.socket_link = group(Fabric::Socket, 128_GBps);
+  NodeSpec node = pcie_two_sockets(IntraShape::RootComplex, /*p2p=*/false);
   node.host_memory = group(Fabric::Memory, 300_GBps);
   node.nics = 2;
   node.nic_bandwidth = 200_Gbps;
@@ -265,12 +265,7 @@ TEST_CASE("PCIe server on the root complex without P2P: every GPU byte is staged
 }
 
 TEST_CASE("PCIe server on the root complex: GPUs on the CPUs, no PCIe switch") {
-  NodeSpec node;
-  node.gpus = 8;
-  node.intra = group(Fabric::Pcie, 32_GBps);
-  node.intra_shape = IntraShape::RootComplex;
-  node.sockets = 2;
-  node.socket_link = group(Fabric::Socket, 40_GBps);
+  NodeSpec node = pcie_two_sockets(IntraShape::RootComplex);
   node.nics = 2;
   node.nic_bandwidth = 200_Gbps;
   node.pcie = group(Fabric::Pcie, 16_GBps);

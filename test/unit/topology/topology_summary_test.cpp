@@ -372,6 +372,20 @@ TEST_CASE("format_summary prints every figure with its unit") {
   CHECK(text.find("infiniband") != std::string::npos);
 }
 
+TEST_CASE("format_summary gives a memory link's DRAM peak: twice its line rate each way") {
+  Topology t("staged");
+  const DeviceId cpu = add(t, "cpu0", DeviceKind::Cpu, 0);
+  const DeviceId ports = add(t, "rootports0", DeviceKind::PcieSwitch, 0);
+  connect(t, ports, cpu, Fabric::Memory, 150_GBps);
+  for (int g = 0; g < 2; ++g)
+    connect(t, add(t, "gpu" + std::to_string(g), DeviceKind::Gpu, 0), ports, Fabric::Pcie,
+            64_GBps);
+  const std::string text = format_summary(summarize(t));
+  CHECK(text.find(format_rate(150_GBps) + " total line rate each way (DRAM peak " +
+                  format_rate(300_GBps)) != std::string::npos);
+  CHECK(text.find(format_rate(128_GBps) + " total line rate\n") != std::string::npos);  // pcie
+}
+
 TEST_CASE("dot output: every device, one cluster per server, every link labelled") {
   const Topology t = leaf_spine_2to1();
   const std::string dot = to_dot(t);
