@@ -222,12 +222,13 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(std::uint32_t ranks,
                           channels);
 }
 
-std::vector<std::vector<std::uint32_t>> rail_ring_orders(
-    const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels) {
-  detail::require(channels >= 1, "rail_ring_orders", "needs at least one channel");
-  detail::require(!node_sizes.empty() && std::all_of(node_sizes.begin(), node_sizes.end(),
-                                                     [](std::uint32_t p) { return p >= 1; }),
-                  "rail_ring_orders", "every server needs at least one rank");
+namespace {
+
+// Channel c walks server k along path(c, size of k): forward on even servers, backward on odd
+// ones, so every crossing between servers of one size stays on one rail.
+template <typename PathOf>
+std::vector<std::vector<std::uint32_t>> walk_servers(const std::vector<std::uint32_t>& node_sizes,
+                                                     std::uint32_t channels, PathOf path_of) {
   std::uint64_t ranks = 0;
   for (std::uint32_t p : node_sizes) ranks += p;
   std::vector<std::vector<std::uint32_t>> orders(channels);
@@ -236,20 +237,52 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(
     std::uint32_t first = 0;  // the server's first rank
     for (std::size_t k = 0; k < node_sizes.size(); ++k) {
       const std::uint32_t ppn = node_sizes[k];
-      // Local path x, x+2, x+3, …, x+ppn-1, x+1: starts on rail x, ends on rail y = x+1.
-      const auto x = static_cast<std::uint32_t>(std::uint64_t{c} * ppn / channels);
-      std::vector<std::uint32_t> path{x};
-      for (std::uint32_t j = 2; j < ppn; ++j) path.push_back((x + j) % ppn);
-      if (ppn > 1) path.push_back((x + 1) % ppn);
-      // Even servers walk the path forward (x → y), odd ones backward (y → x): every crossing
-      // between servers of one size then stays on one rail (y, then x, …), as NCCL's rings do
-      // with PXN.
+      const std::vector<std::uint32_t> path = path_of(c, ppn);
       for (std::uint32_t j = 0; j < ppn; ++j)
         orders[c].push_back(first + (k % 2 == 0 ? path[j] : path[ppn - 1 - j]));
       first += ppn;
     }
   }
   return orders;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels) {
+  detail::require(channels >= 1, "rail_ring_orders", "needs at least one channel");
+  detail::require(!node_sizes.empty() && std::all_of(node_sizes.begin(), node_sizes.end(),
+                                                     [](std::uint32_t p) { return p >= 1; }),
+                  "rail_ring_orders", "every server needs at least one rank");
+  return walk_servers(node_sizes, channels, [&](std::uint32_t c, std::uint32_t ppn) {
+    // Local path x, x+2, x+3, …, x+ppn-1, x+1: starts on rail x, ends on rail y = x+1.
+    const auto x = static_cast<std::uint32_t>(std::uint64_t{c} * ppn / channels);
+    std::vector<std::uint32_t> path{x};
+    for (std::uint32_t j = 2; j < ppn; ++j) path.push_back((x + j) % ppn);
+    if (ppn > 1) path.push_back((x + 1) % ppn);
+    return path;
+  });
+}
+
+std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& local_paths,
+    std::uint32_t channels) {
+  detail::require(channels >= 1 && !local_paths.empty(), "rail_ring_orders",
+                  "needs a channel and a local path");
+  const auto ppn = static_cast<std::uint32_t>(local_paths.front().size());
+  for (const auto& path : local_paths) {
+    std::vector<bool> seen(ppn, false);
+    detail::require(path.size() == ppn, "rail_ring_orders", "local paths of one size");
+    for (std::uint32_t r : path) {
+      detail::require(r < ppn && !seen[r], "rail_ring_orders",
+                      "a local path must list every local rank once");
+      seen[r] = true;
+    }
+  }
+  detail::require(ppn >= 1 && ranks % ppn == 0, "rail_ring_orders",
+                  "ranks must be a multiple of the local path's length");
+  return walk_servers(std::vector<std::uint32_t>(ranks / ppn, ppn), channels,
+                      [&](std::uint32_t c, std::uint32_t) { return local_paths[c % local_paths.size()]; });
 }
 
 }  // namespace gradsync

@@ -35,7 +35,7 @@ inline const std::vector<std::string> kCostNetworkKeys{"fabric", "bandwidth", "n
 inline const std::vector<std::string> kRouting{"static", "adaptive"};
 inline constexpr long long kMaxQps = 128;  // NCCL_IB_MAX_QPS (NVIDIA/nccl src/transport/net_ib)
 inline const std::vector<std::string> kLinkGroupKeys{"fabric",     "switch", "bandwidth", "latency",
-                                              "efficiency", "p2p",    "nvls_efficiency"};
+                                              "efficiency", "p2p",    "nvls_efficiency", "nvlinks"};
 inline const std::vector<std::string> kSoftware = software_names();
 inline const std::vector<std::string> kNetworkFabrics = fabric_names(/*network_only=*/true);
 inline const std::vector<std::string> kShapes = network_shape_names();

@@ -1,5 +1,6 @@
 // Topology files (README.md, Topology files), both forms: the cluster template (nodes:, node:,
 // network:) expanded by expand_cluster(), and the explicit form (devices:, links:).
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <limits>
@@ -25,6 +26,51 @@ using namespace config;  // the loader's own readers, schema and YAML helpers
 
 // ---- cluster template -----------------------------------------------------------------
 
+// node.intra.nvlinks: a G x G matrix of NVLink counts (nvidia-smi topo -m's NV#), symmetric
+// with a zero diagonal.
+std::vector<std::vector<int>> read_nvlink_matrix(const MapReader& intra, int gpus) {
+  constexpr int kMaxPairLinks = 18;  // NVLink5: 18 links per GPU
+  const auto rows = config::sequence_of(intra.node("nvlinks"), intra.file(), "node.intra.nvlinks");
+  if (rows.size() != static_cast<std::size_t>(gpus))
+    intra.fail("nvlinks", fmt::format("needs one row per GPU (node.gpus: {}), got {}", gpus,
+                                      rows.size()));
+  std::vector<std::vector<int>> m;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto cells = config::sequence_of(rows[i], intra.file(),
+                                           fmt::format("node.intra.nvlinks row {}", i));
+    if (cells.size() != rows.size())
+      throw ConfigError(mark_of(rows[i], intra.file()),
+                        fmt::format("node.intra.nvlinks row {} needs {} entries, got {}", i,
+                                    rows.size(), cells.size()));
+    std::vector<int> row;
+    for (std::size_t j = 0; j < cells.size(); ++j) {
+      const std::string text = cells[j].IsScalar() ? cells[j].Scalar() : std::string();
+      int v = -1;
+      const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || ptr != text.data() + text.size() || v < 0 || v > kMaxPairLinks)
+        throw ConfigError(mark_of(cells[j], intra.file()),
+                          fmt::format("node.intra.nvlinks[{}][{}]: expected a link count 0 … {}, "
+                                      "got '{}'", i, j, kMaxPairLinks, text));
+      if (i == j && v != 0)
+        throw ConfigError(mark_of(cells[j], intra.file()),
+                          fmt::format("node.intra.nvlinks[{}][{}]: a GPU has no NVLink to itself "
+                                      "(the diagonal is 0), got {}", i, j, v));
+      if (j < i && v != m[j][i])
+        throw ConfigError(mark_of(cells[j], intra.file()),
+                          fmt::format("node.intra.nvlinks[{}][{}] is {} but [{}][{}] is {}: an "
+                                      "NVLink joins both GPUs (the matrix is symmetric)",
+                                      i, j, v, j, i, m[j][i]));
+      row.push_back(v);
+    }
+    m.push_back(std::move(row));
+  }
+  bool any = false;
+  for (const auto& row : m)
+    for (int v : row) any = any || v > 0;
+  if (!any) intra.fail("nvlinks", "has no NVLink at all (use fabric: pcie)");
+  return m;
+}
+
 NodeSpec read_node(const MapReader& top) {
   MapReader r(top.node("node"), top.file(), "node",
               {"gpus", "intra", "sockets", "socket_link", "host_memory", "nics", "nic_bandwidth",
@@ -49,6 +95,12 @@ NodeSpec read_node(const MapReader& top) {
       if (fabric != Fabric::Pcie)
         intra.fail("p2p", "applies to fabric: pcie only (NVLink is peer to peer)");
       n.pcie_p2p = *p2p;
+    }
+    if (intra.has("nvlinks")) {
+      if (fabric != Fabric::NvLink || has_switch)
+        intra.fail("nvlinks", "applies to fabric: nvlink with switch: false only (a direct "
+                              "NVLink mesh)");
+      n.nvlinks = read_nvlink_matrix(intra, n.gpus);
     }
     if (intra.has("nvls_efficiency")) {
       if (fabric != Fabric::NvLink || !has_switch)
@@ -83,6 +135,12 @@ NodeSpec read_node(const MapReader& top) {
     MapReader p(r.node("pcie"), r.file(), "node.pcie", {"bandwidth", "latency", "efficiency"});
     n.pcie = read_group(p, Fabric::Pcie);
   }
+  const bool partial_mesh = std::any_of(n.nvlinks.begin(), n.nvlinks.end(), [&](const auto& row) {
+    return std::count(row.begin(), row.end(), 0) > 1;  // a zero besides the diagonal
+  });
+  if (partial_mesh && !n.pcie)
+    throw ConfigError(r.mark(), "missing required key 'pcie' in node (node.intra.nvlinks leaves "
+                                "GPU pairs without NVLink: they talk over PCIe and the CPUs)");
   if (n.nics > 0 && !r.has("nic_bandwidth"))
     throw ConfigError(r.mark(), "missing required key 'nic_bandwidth' in node (node.nics > 0)");
   if (n.nics > 0 && !n.pcie)

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <span>
 #include <stdexcept>
 
 #include "gradsync/units/config_error.hpp"
+#include "gradsync/collective/nvlink_rings.hpp"
 #include "gradsync/collective/rank_placement.hpp"
 #include "gradsync/fabric/fabric_defaults.hpp"
 
@@ -143,6 +145,7 @@ struct GpuLinks {
   double total = 0.0;
   double max_path = 0.0;
   bool nvlink = false;
+  double pci = 0.0;  // the fastest PCIe/socket link
 };
 
 GpuLinks gpu_links(const Topology& topo, DeviceId gpu, GpuGeneration generation) {
@@ -155,6 +158,7 @@ GpuLinks gpu_links(const Topology& topo, DeviceId gpu, GpuGeneration generation)
     else if (l.fabric == Fabric::Pcie || l.fabric == Fabric::Socket) pci = std::max(pci, bw);
   }
   GpuLinks g;
+  g.pci = pci;
   if (!nvlink_to.empty()) {
     g.nvlink = true;
     for (const auto& [peer, bw] : nvlink_to) {
@@ -259,11 +263,37 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.nvls_efficiency = topology.nvls_efficiency();
   v.settings = topology.nccl();
   v.cpu = v.settings.cpu_amd ? CpuVendor::Amd : CpuVendor::Intel;
-  const GpuLinks g = gpu_links(topology, rank_devices.front(), v.gpu);
+  GpuLinks g = gpu_links(topology, rank_devices.front(), v.gpu);
   v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
   v.ll128 = v.intra == LinkClass::NvLink;
   const std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
-  if (v.nodes == 1) {
+  if (v.nodes == 1 && direct_nvlink_mesh(topology, rank_devices)) {
+    // GPUs NVLinked directly (DGX-1's cube-mesh, bridged pairs, full meshes): the search's
+    // rings follow NVLink pairs, each channel taking `s` of every pair it crosses
+    // (nvlink_rings.hpp), over the links to this communicator's GPUs only.
+    const auto bw = direct_nvlink_matrix(topology, rank_devices,
+                                         [&](const Link& l) { return nccl_link_bw(l, v.gpu); });
+    const auto rings_at = [&](double s) {
+      std::vector<std::vector<std::uint32_t>> cap(bw.size(), std::vector<std::uint32_t>(bw.size()));
+      for (std::size_t i = 0; i < bw.size(); ++i)
+        for (std::size_t j = 0; j < bw.size(); ++j)
+          cap[i][j] = static_cast<std::uint32_t>(std::floor(bw[i][j] / s + 1e-9));
+      return static_cast<std::uint32_t>(pack_rings(cap, kGraphMaxChannels).size());
+    };
+    const double row = std::accumulate(bw.front().begin(), bw.front().end(), 0.0);
+    const double widest = *std::max_element(bw.front().begin(), bw.front().end());
+    if (rings_at(speeds(v.gpu, false).back()) > 0) {
+      g.total = row;  // the links to this communicator's GPUs (the tree's view too)
+      g.max_path = widest;
+      v.ring = search(v.gpu, false, row, widest, rings_at, true);
+    } else {  // no ring stays on NVLink: NCCL's rings cross PCI (the rank order)
+      v.intra = LinkClass::Pci;
+      v.ll128 = false;
+      g.nvlink = false;
+      g.total = g.max_path = g.pci;
+      v.ring = nccl_search_graph(v.gpu, false, g.total, g.max_path, kGraphMaxChannels);
+    }
+  } else if (v.nodes == 1) {
     v.ring = nccl_search_graph(v.gpu, false, g.total, g.max_path, kGraphMaxChannels);
   } else {
     // Across nodes each channel leaves through a NIC: at speed s a NIC carries floor(bw / s)

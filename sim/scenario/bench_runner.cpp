@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "gradsync/units/config_error.hpp"
+#include "gradsync/collective/nvlink_rings.hpp"
 #include "gradsync/fabric/nccl_tuner.hpp"
 
 namespace gradsync {
@@ -33,8 +34,10 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   const bool is_auto = !request.algorithm;
   const std::uint32_t n =
       request.gpus != 0 ? request.gpus : static_cast<std::uint32_t>(topo.gpu_count());
-  const std::vector<DeviceId> ranks = place_ranks(topo, n, request.placement);
-  const std::uint32_t ppn = ranks_per_node(topo, ranks);
+  const std::vector<DeviceId> placed = place_ranks(topo, n, request.placement);
+  const std::uint32_t ppn = ranks_per_node(topo, placed);
+  // Servers of directly NVLinked GPUs: ranks along NVLink, as NCCL chains them.
+  const std::vector<DeviceId> ranks = nvlink_chain_order(topo, placed, ppn);
   const bool nccl = topo.software() == SoftwareModel::Nccl;
 
   std::vector<Algorithm> candidates;
@@ -93,6 +96,7 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   base.ranks_per_node = ppn;
   base.node_sizes = node_blocks(topo, ranks);
   base.channels = request.channels > 0 ? request.channels : default_ring_channels(topo, ranks, ppn);
+  base.mesh_rings = server_mesh_rings(topo, ranks, ppn, base.channels);
   base.pipeline = request.pipeline;
   base.root = request.root;
   base.ps.servers = ps_hosts.empty() ? request.ps_servers

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/units/config_error.hpp"
+#include "gradsync/collective/nvlink_rings.hpp"
 #include "gradsync/fabric/nccl_tuner.hpp"
 #include "nearby_size.hpp"
 
@@ -109,6 +110,7 @@ class GroupTimer {
     p.base.ranks_per_node = p2p ? 1 : ranks_per_node(topo_, p.first);
     if (!p2p) p.base.node_sizes = node_blocks(topo_, p.first);
     p.base.channels = default_ring_channels(topo_, p.first, p.base.ranks_per_node);
+    if (!p2p) p.base.mesh_rings = server_mesh_rings(topo_, p.first, p.base.ranks_per_node, p.base.channels);
     p.candidates = {Algorithm::Ring};
     if (!p2p) add_in_switch(p, groups);
     if (r.op == CollectiveOp::AllReduce && n > 1) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/units/config_error.hpp"
+#include "gradsync/collective/nvlink_rings.hpp"
 #include "gradsync/scenario/memory_model.hpp"
 #include "gradsync/fabric/nccl_tuner.hpp"
 #include "collective_timer.hpp"
@@ -191,9 +192,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     throw ConfigError(SourceMark{sc.file.string(), 0, 0},
                       fmt::format("gpus: {} but topology '{}' has {} GPUs", gpus, topo.name(),
                                   topo.gpu_count()));
-  const std::vector<DeviceId> devices = place_ranks(topo, gpus);
+  const std::vector<DeviceId> placed = place_ranks(topo, gpus);
   if (!sc.parallel.plain()) {
-    ScenarioResult r = run_parallel(loaded, devices, options);
+    ScenarioResult r = run_parallel(loaded, placed, options);
     r.sync_plan.notes.insert(r.sync_plan.notes.begin(), sc.notes.begin(), sc.notes.end());
     return r;
   }
@@ -201,6 +202,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   if (ranks == 0)
     throw ConfigError(SourceMark{sc.file.string(), 0, 0},
                       "no data-parallel worker left: the dedicated servers take every GPU");
+  // One data-parallel group of whole servers: NCCL chains and rings each server's GPUs along
+  // NVLink whatever their numbering (nvlink_chain_order()).
+  const std::vector<DeviceId> devices = nvlink_chain_order(topo, placed, ranks_per_node(topo, placed));
   const std::uint32_t ppn = ranks_per_node(topo, devices);
   result.gpus = gpus;
   result.ranks = ranks;
@@ -228,6 +232,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   all.base.ps.placement = sc.sync.ps.placement == PsPlacement::Dedicated
                               ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
   all.base.channels = default_ring_channels(topo, devices, ppn);
+  if (hosts.empty()) all.base.mesh_rings = server_mesh_rings(topo, all.devices, ppn, all.base.channels);
 
   const bool multi_node = result.nodes > 1 && ppn > 1;
   CollectiveTimer::Group one_node;
@@ -236,6 +241,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     one_node.base = all.base;
     one_node.base.ranks = ppn;
     one_node.base.channels = 1;
+    if (hosts.empty()) one_node.base.mesh_rings = server_mesh_rings(topo, one_node.devices, ppn, 1);
     if (!hosts.empty()) {  // one server's GPUs with the same server hosts
       one_node.devices.insert(one_node.devices.end(), hosts.begin(), hosts.end());
       one_node.base.ranks = ppn + static_cast<std::uint32_t>(hosts.size());

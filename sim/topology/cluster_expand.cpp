@@ -34,6 +34,14 @@ constexpr std::array<std::pair<NetworkShape, std::string_view>, 5> kShapeNames{{
     {NetworkShape::Direct, "direct"},
 }};
 
+// node.intra.nvlinks leaves some GPU pair without an NVLink.
+bool partial_mesh(const NodeSpec& n) {
+  for (std::size_t a = 0; a < n.nvlinks.size(); ++a)
+    for (std::size_t b = 0; b < n.nvlinks[a].size(); ++b)
+      if (a != b && n.nvlinks[a][b] == 0) return true;
+  return false;
+}
+
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
 // Smallest even radix k >= 4 whose 3-level fat tree has k^3/4 host ports >= ports.
@@ -97,11 +105,39 @@ class ClusterBuilder {
       if (n.intra_shape == IntraShape::Switch) {
         const DeviceId sw = device(p + "nvswitch", DeviceKind::NvSwitch, i, n.intra.origin);
         for (DeviceId g : gpus) link(g, sw, n.intra, Fabric::NvLink);
-      } else {
+      } else if (n.nvlinks.empty()) {
         const double share = n.gpus > 1 ? 1.0 / (n.gpus - 1) : 1.0;
         for (std::size_t a = 0; a < gpus.size(); ++a)
           for (std::size_t b = a + 1; b < gpus.size(); ++b)
             link(gpus[a], gpus[b], n.intra, Fabric::NvLink, share);
+      } else {
+        // The wiring given (node.intra.nvlinks): a pair with k links gets k / (the most links
+        // of any GPU) of the per-GPU bandwidth.
+        int most = 0;
+        for (const auto& row : n.nvlinks) {
+          int sum = 0;
+          for (int k : row) sum += k;
+          most = std::max(most, sum);
+        }
+        for (std::size_t a = 0; a < gpus.size(); ++a)
+          for (std::size_t b = a + 1; b < gpus.size(); ++b)
+            if (const int k = n.nvlinks[a][b]; k > 0)
+              link(gpus[a], gpus[b], n.intra, Fabric::NvLink, static_cast<double>(k) / most);
+      }
+      // GPU pairs without an NVLink (a partial mesh) talk over PCIe: every GPU, or the PCIe
+      // switch it shares with NICs, on its socket's CPU, the CPUs joined by node.socket_link.
+      std::vector<DeviceId> cpus;
+      if (partial_mesh(n)) {
+        for (int s = 0; s < n.sockets; ++s)
+          cpus.push_back(device(p + fmt::format("cpu{}", s), DeviceKind::Cpu, i, n.origin));
+        for (int a = 0; a < n.sockets; ++a)
+          for (int b = a + 1; b < n.sockets; ++b)
+            link(cpus[static_cast<std::size_t>(a)], cpus[static_cast<std::size_t>(b)],
+                 *n.socket_link, Fabric::Socket);
+        if (n.nics == 0 || n.nics == n.gpus)
+          for (int j = 0; j < n.gpus; ++j)
+            link(gpus[static_cast<std::size_t>(j)],
+                 cpus[static_cast<std::size_t>(socket_of(j, n.gpus))], *n.pcie, Fabric::Pcie);
       }
       // NICs hang off the GPUs' PCIe side: one per GPU directly, otherwise through PCIe
       // switches shared by neighbouring GPUs and NICs.
@@ -110,9 +146,13 @@ class ClusterBuilder {
       } else if (n.nics > 0) {
         const int switches = std::min(n.gpus, n.nics);
         std::vector<DeviceId> pcie_sw;
-        for (int s = 0; s < switches; ++s)
+        for (int s = 0; s < switches; ++s) {
           pcie_sw.push_back(device(p + fmt::format("pcie{}", s), DeviceKind::PcieSwitch, i,
                                    n.pcie->origin));
+          if (!cpus.empty())  // the switch's uplink to its socket
+            link(pcie_sw.back(), cpus[static_cast<std::size_t>(socket_of(s, switches))], *n.pcie,
+                 Fabric::Pcie);
+        }
         for (int j = 0; j < n.gpus; ++j)
           link(gpus[static_cast<std::size_t>(j)],
                pcie_sw[static_cast<std::size_t>(static_cast<long long>(j) * switches / n.gpus)],
@@ -330,6 +370,13 @@ void validate_cluster(const ClusterSpec& spec) {
     require(n.gpus <= kMaxMeshGpus, n.intra.origin,
             fmt::format("a direct NVLink mesh joins at most {} GPUs, got {}", kMaxMeshGpus,
                         n.gpus));
+  if (!n.nvlinks.empty()) {
+    require(n.intra_shape == IntraShape::Mesh &&
+                n.nvlinks.size() == static_cast<std::size_t>(n.gpus),
+            n.intra.origin, "node.intra.nvlinks needs a direct NVLink mesh and one row per GPU");
+    require(!partial_mesh(n) || n.pcie.has_value(), n.origin,
+            "node.pcie is required when node.intra.nvlinks leaves GPU pairs without NVLink");
+  }
   if (n.sockets > 1) {
     require(n.socket_link.has_value(), n.origin,
             "node.socket_link is required when node.sockets > 1 (the CPU-CPU link)");

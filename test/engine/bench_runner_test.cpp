@@ -230,3 +230,62 @@ TEST_CASE("bench runner: PCIe GPUs with P2P ring at their link rate") {
 TEST_CASE("bench runner: PCIe GPUs without P2P ring at their socket's DRAM rate / (2 x GPUs)") {
   CHECK(pcie_ring_busbw(false) == doctest::Approx(25.0).epsilon(0.02));
 }
+
+namespace {
+
+// DGX-1's hybrid cube-mesh (node.intra.nvlinks), 25 GB/s per NVLink, every efficiency 1, no
+// library overheads; GPU pairs without NVLink cross 16 GB/s PCIe and the CPUs. A 1 GiB ring
+// over `gpus` GPUs (0, 1, …) runs on the rings that follow NVLink pairs: each GPU sends on
+// every NVLink it has to the other ranks, so busbw is 25 GB/s × those links.
+double cube_mesh_ring_busbw(std::uint32_t gpus) {
+  const std::string text = R"(name: cube-mesh
+software: none
+nodes: 1
+node:
+  gpus: 8
+  intra:
+    fabric: nvlink
+    switch: false
+    bandwidth: 150GB/s
+    latency: 0ns
+    efficiency: 1
+    nvlinks:
+      - [0, 1, 1, 2, 2, 0, 0, 0]
+      - [1, 0, 2, 1, 0, 2, 0, 0]
+      - [1, 2, 0, 2, 0, 0, 1, 0]
+      - [2, 1, 2, 0, 0, 0, 0, 1]
+      - [2, 0, 0, 0, 0, 1, 1, 2]
+      - [0, 2, 0, 0, 1, 0, 2, 1]
+      - [0, 0, 1, 0, 1, 2, 0, 2]
+      - [0, 0, 0, 1, 2, 1, 2, 0]
+  sockets: 2
+  socket_link: {bandwidth: 38.4GB/s, latency: 0ns, efficiency: 1}
+  pcie: {bandwidth: 16GB/s, latency: 0ns, efficiency: 1}
+)";
+  BenchRequest request;
+  request.algorithm = Algorithm::Ring;
+  request.gpus = gpus;
+  request.sizes = {1024.0 * 1048576.0};
+  request.simgrid_args = simgrid_args();
+  const BenchResult result = run_bench(load_topology_text(text, "cube-mesh.yaml").topology, request);
+  REQUIRE(result.rows.size() == 1);
+  return result.rows[0].busbw;
+}
+
+}  // namespace
+
+// In rank order the ring would cross PCIe twice (GPU 3 -> 4, 7 -> 0) and run at 16 GB/s.
+TEST_CASE("bench runner: 8 GPUs of a cube-mesh ring over all 6 NVLinks each (150 GB/s)") {
+  CHECK(cube_mesh_ring_busbw(8) == doctest::Approx(150.0).epsilon(0.02));
+}
+
+// GPUs 0-3 have 4 links each among themselves; in rank order every ring would take 0 -> 1's
+// single link (25 GB/s).
+TEST_CASE("bench runner: GPUs 0-3 of a cube-mesh ring over their 4 NVLinks each (100 GB/s)") {
+  CHECK(cube_mesh_ring_busbw(4) == doctest::Approx(100.0).epsilon(0.02));
+}
+
+// One NVLink joins GPUs 0 and 1 (an NVSwitch star of 150 GB/s per GPU would give 150).
+TEST_CASE("bench runner: GPUs 0-1 of a cube-mesh share one NVLink (25 GB/s)") {
+  CHECK(cube_mesh_ring_busbw(2) == doctest::Approx(25.0).epsilon(0.02));
+}

@@ -251,6 +251,12 @@ struct RingOptions {
 // 8 + 4): each server's local path as above with its own size.
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
     const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels);
+// The same with channel c walking every server along local_paths[c mod paths] (local ranks,
+// all of one size dividing `ranks`): servers whose GPUs are NVLinked to some peers only
+// (nvlink_rings.hpp) cross between servers where the path ends, not through PCIe inside.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& local_paths,
+    std::uint32_t channels);
 // Reduce-scatter then all-gather: 2(n-1) steps of S/n per rank (per channel S/(n·channels)).
 // Time: 2(n-1)·α + 2(n-1)/n · S/B.
 [[nodiscard]] Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes,
@@ -466,6 +472,12 @@ struct CollectiveRequest {
   // domain (plan_nvls_allreduce). collnetchain, collnetdirect: CollNetChainOptions::sharp_of_local
   // (collnetdirect's heads: min(8, ranks_per_node, channels) locals, h = p·ppn/heads).
   std::vector<std::uint32_t> sharp_of_local;
+  // Ring over servers whose GPUs are NVLinked directly (server_mesh_rings() in
+  // nvlink_rings.hpp), in local ranks. One server: the rings NCCL's search finds along NVLink
+  // pairs, the plan running max(channels, rings) channels, channel c on ring c mod rings.
+  // Several: one local path per channel, each server walked along it (rail_ring_orders).
+  // Empty: rank order (NVSwitch or PCIe servers).
+  std::vector<std::vector<std::uint32_t>> mesh_rings;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)

@@ -44,6 +44,11 @@ struct NodeSpec {
   // evenly over the G-1 peers); for pcie it is each GPU's PCIe link.
   LinkGroupSpec intra;
   IntraShape intra_shape = IntraShape::Switch;
+  // nvlink mesh (switch: false): the NVLinks between GPU i and j (node.intra.nvlinks, as
+  // `nvidia-smi topo -m` prints NV1, NV2, …; 0 = none), symmetric, zero diagonal. Each link
+  // carries intra.bandwidth / (the most links any GPU has); pairs without one talk over
+  // node.pcie and the CPUs. Empty: a full mesh, the bandwidth split over the G-1 peers.
+  std::vector<std::vector<int>> nvlinks;
   // pcie: GPUs exchange data peer to peer (node.intra.p2p; Device::p2p). Default true: CUDA
   // peer access over PCIe is supported on data-center GPUs (sim/fabric/README.md, PCIe).
   // false under a PCIe switch: traffic turns at the CPU; false on the root complex

@@ -596,3 +596,47 @@ TEST_CASE("template: cost.networks prices other networks for advise's what-ifs")
               " {fabric: roce, bandwidth: 100Gbps, nic: 2, switch_port: 2, cable: 2}]")
             .find("priced twice") != std::string::npos);
 }
+
+TEST_CASE("node.intra.nvlinks: a matrix of NVLinks per GPU pair, pairs without one on PCIe") {
+  const TopologyFile t = load_topology_text(R"(nodes: 1
+node:
+  gpus: 3
+  intra:
+    fabric: nvlink
+    switch: false
+    bandwidth: 150GB/s
+    latency: 600ns
+    nvlinks:              # GPU 0-1: 2 links, 1-2: 4, 0-2: none
+      - [0, 2, 0]
+      - [2, 0, 4]
+      - [0, 4, 0]
+  pcie: {bandwidth: 16GB/s, latency: 500ns}
+)", "mesh.yaml");
+  REQUIRE(t.cluster.has_value());
+  CHECK(t.cluster->node.nvlinks == std::vector<std::vector<int>>{{0, 2, 0}, {2, 0, 4}, {0, 4, 0}});
+  // A link carries bandwidth / (the most links of a GPU: GPU 1's 6) = 25 GB/s.
+  const auto pair01 = links_between(t.topology, "n0.gpu0", "n0.gpu1");
+  REQUIRE(pair01.size() == 1);
+  CHECK(pair01[0]->bandwidth.gigabytes_per_second() == doctest::Approx(50.0));
+  const auto pair12 = links_between(t.topology, "n0.gpu1", "n0.gpu2");
+  REQUIRE(pair12.size() == 1);
+  CHECK(pair12[0]->bandwidth.gigabytes_per_second() == doctest::Approx(100.0));
+  CHECK(links_between(t.topology, "n0.gpu0", "n0.gpu2").empty());
+  CHECK(links_between(t.topology, "n0.gpu0", "n0.cpu0").size() == 1);  // the PCIe way round
+  // A full matrix needs no PCIe.
+  const TopologyFile full = load_topology_text(
+      "nodes: 1\nnode:\n  gpus: 2\n  intra: {fabric: nvlink, switch: false, bandwidth: 50GB/s, "
+      "latency: 600ns, nvlinks: [[0, 2], [2, 0]]}\n",
+      "pair.yaml");
+  CHECK(full.topology.gpu_count() == 2);
+  CHECK_THROWS_WITH_AS((void)load_topology_text(
+                           "nodes: 1\nnode:\n  gpus: 2\n  intra: {fabric: nvlink, switch: false, "
+                           "bandwidth: 50GB/s, latency: 600ns, nvlinks: [[0, 0], [0, 0]]}\n",
+                           "none.yaml"),
+                       doctest::Contains("has no NVLink at all"), ConfigError);
+  CHECK_THROWS_WITH_AS((void)load_topology_text(
+                           "nodes: 1\nnode:\n  gpus: 2\n  intra: {fabric: nvlink, switch: false, "
+                           "bandwidth: 50GB/s, latency: 600ns, nvlinks: [[0, 19], [19, 0]]}\n",
+                           "many.yaml"),
+                       doctest::Contains("many.yaml:4:"), ConfigError);
+}

@@ -1,0 +1,81 @@
+// Rings over a partial NVLink mesh (sim/collective/nvlink_rings.cpp, model library: no
+// SimGrid). A server whose GPUs are NVLinked to some peers only — DGX-1's hybrid cube-mesh
+// (each V100 has 6 NVLink2 links to 4 of its 7 peers, one or two links per pair), PCIe cards
+// paired by NVLink bridges — has no ring in rank order that stays on NVLink: GPU 3 → GPU 4
+// of a DGX-1 crosses PCIe and the CPUs. NCCL's graph search (src/graph/search.cc, ring
+// pattern) instead looks for rings that follow NVLink hops only, each ring a channel that
+// takes `speed` of every NVLink it crosses, as many channels as the links carry; on DGX-1 it
+// finds the two Hamiltonian cycles 0 3 2 1 5 6 7 4 (all double links) and 0 1 3 7 5 4 6 2
+// (all single links), each in both directions, the first twice: six channels, every link
+// used once per direction, a ring busbw of 6 × 25 GB/s × efficiency.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "gradsync/topology/topology.hpp"
+
+namespace gradsync {
+
+// capacity[i][j]: how many ring channels the direct NVLink from rank i to rank j carries (0
+// when there is none). The directed Hamiltonian cycles (rank 0 first, next rank = the ring's
+// successor) that pack into these capacities, as many as possible and at most `max_rings`:
+// every cycle uses one unit of each directed pair it crosses. Cycles along the widest pairs
+// come first. A bounded search (a few hundred thousand steps; exact on servers of up to ~10
+// GPUs): on larger meshes it may find fewer rings than exist. Empty when no cycle exists or
+// there are fewer than 2 ranks. Two ranks: the ring 0 → 1 → 0 (both directions of the pair).
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> pack_rings(
+    const std::vector<std::vector<std::uint32_t>>& capacity, std::size_t max_rings);
+
+// The NVLink between each pair of these GPUs (rank order): `weight` summed over the direct
+// NVLink links joining them (0 where none).
+[[nodiscard]] std::vector<std::vector<double>> direct_nvlink_matrix(
+    const Topology& topology, const std::vector<DeviceId>& ranks,
+    const std::function<double(const Link&)>& weight);
+
+// Whether these GPUs talk over direct NVLinks without an NVSwitch: all in one server, some
+// pair joined by a direct NVLink (a full mesh, a partial one such as DGX-1's, bridged pairs),
+// none of them on an NVSwitch. False for NVSwitch servers, PCIe servers, GPUs of several
+// servers and a single GPU.
+[[nodiscard]] bool direct_nvlink_mesh(const Topology& topology, const std::vector<DeviceId>& ranks);
+
+// The ring orders a ring collective over these GPUs (one server, three or more) walks on a
+// direct NVLink mesh, one per channel: pack_rings() with each pair's capacity its NVLink
+// bandwidth in half units of the narrowest NVLinked pair's (half units: a full mesh of 4 or 6
+// GPUs has no decomposition into directed Hamiltonian cycles at one unit per pair, Tillson
+// 1980, but has one at two). Empty when the GPUs are no direct mesh or no ring stays on
+// NVLink (the rank order then crosses PCIe, as NCCL's search falls back to PCI paths); with
+// two GPUs the rank order is the only ring.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> nvlink_mesh_rings(
+    const Topology& topology, const std::vector<DeviceId>& ranks);
+
+// The rings a ring collective over these ranks walks on servers whose GPUs are NVLinked
+// directly (node-major, ranks_per_node per server), in local ranks:
+//   - one server: nvlink_mesh_rings() of the ranks (one ring per channel, cyclically);
+//   - several servers of identical meshes: one local path per channel (`channels` of them),
+//     each an NVLink ring of the first server cut open between two GPUs, the path entering at
+//     one and leaving from the other (rail_ring_orders() with local paths). As NCCL's search
+//     builds each channel from NIC to NIC over NVLink, channel c uses NIC c mod NICs: the cut
+//     prefers two GPUs nearest that NIC, else one nearest it and one nearest the next NIC (as
+//     the rail rings cross when each NIC has one GPU), and among equals the ring used least
+//     so far (on DGX-1 the four channels cut rings between GPUs 0 and 1, 2 and 3, 4 and 5, 6
+//     and 7, one of the four rings each).
+// Empty otherwise (NVSwitch or PCIe servers, servers that differ): the rank order.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> server_mesh_rings(
+    const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
+    std::uint32_t channels);
+
+// These ranks (node-major, ranks_per_node per server, or all on one server) with each
+// server's GPUs renumbered along its first NVLink ring when the server is a direct NVLink
+// mesh (nvlink_mesh_rings()), unchanged otherwise. NCCL builds its trees' chains inside a
+// server along NVLink whatever the ranks' numbering; renumbering lets planners that chain a
+// server's ranks in order (trees, hierarchical) do the same. For one collective over whole
+// servers (bench, a data-parallel job): a job's own groups (tensor parallel) keep the
+// numbering it gives them.
+[[nodiscard]] std::vector<DeviceId> nvlink_chain_order(const Topology& topology,
+                                                       std::vector<DeviceId> ranks,
+                                                       std::uint32_t ranks_per_node);
+
+}  // namespace gradsync

@@ -1,0 +1,290 @@
+// Rings over a partial NVLink mesh (nvlink_rings.hpp): the directed Hamiltonian cycles along
+// NVLink pairs, then the largest multiset of them the pairs' capacities hold. Both searches
+// are depth-first with a step budget, as NCCL's own graph search is time-bounded
+// (src/graph/search.cc, NCCL_SEARCH_GLOBAL_TIMEOUT).
+#include "gradsync/collective/nvlink_rings.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+
+namespace gradsync {
+
+namespace {
+
+using Matrix = std::vector<std::vector<std::uint32_t>>;
+using Ring = std::vector<std::uint32_t>;
+
+constexpr std::size_t kStepBudget = 400'000;  // DFS steps per search
+constexpr std::size_t kMaxCycles = 4096;      // distinct cycles kept for the packing
+
+// Every directed Hamiltonian cycle starting at rank 0, widest pairs first (within the budget).
+std::vector<Ring> hamiltonian_cycles(const Matrix& cap) {
+  const auto n = static_cast<std::uint32_t>(cap.size());
+  std::vector<Ring> cycles;
+  Ring path{0};
+  std::vector<bool> used(n, false);
+  used[0] = true;
+  std::size_t steps = 0;
+  // Each rank's successors, widest pair first (ties: lower rank).
+  std::vector<std::vector<std::uint32_t>> next(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t j = 0; j < n; ++j)
+      if (j != i && cap[i][j] > 0) next[i].push_back(j);
+    std::stable_sort(next[i].begin(), next[i].end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return cap[i][a] > cap[i][b]; });
+  }
+  std::function<void()> extend;
+  extend = [&] {
+    if (++steps > kStepBudget || cycles.size() >= kMaxCycles) return;
+    const std::uint32_t last = path.back();
+    if (path.size() == n) {
+      if (cap[last][0] > 0) cycles.push_back(path);
+      return;
+    }
+    for (std::uint32_t j : next[last]) {
+      if (used[j]) continue;
+      used[j] = true;
+      path.push_back(j);
+      extend();
+      path.pop_back();
+      used[j] = false;
+      if (steps > kStepBudget || cycles.size() >= kMaxCycles) return;
+    }
+  };
+  extend();
+  // Cycles whose narrowest pair is widest first: they leave the single links to the rest.
+  auto narrowest = [&](const Ring& r) {
+    std::uint32_t m = cap[r.back()][r.front()];
+    for (std::size_t k = 0; k + 1 < r.size(); ++k) m = std::min(m, cap[r[k]][r[k + 1]]);
+    return m;
+  };
+  std::stable_sort(cycles.begin(), cycles.end(),
+                   [&](const Ring& a, const Ring& b) { return narrowest(a) > narrowest(b); });
+  return cycles;
+}
+
+// The largest multiset of `cycles` that fits `cap` (each cycle uses one unit per pair).
+class Packer {
+ public:
+  Packer(const std::vector<Ring>& cycles, Matrix cap, std::size_t max_rings)
+      : cycles_(cycles), cap_(std::move(cap)), max_rings_(max_rings) {}
+
+  std::vector<Ring> run() {
+    search(0);
+    std::vector<Ring> rings;
+    for (std::size_t k : best_) rings.push_back(cycles_[k]);
+    return rings;
+  }
+
+ private:
+  bool fits(const Ring& r) const {
+    for (std::size_t k = 0; k < r.size(); ++k)
+      if (cap_[r[k]][r[(k + 1) % r.size()]] == 0) return false;
+    return true;
+  }
+  void take(const Ring& r, int sign) {
+    for (std::size_t k = 0; k < r.size(); ++k)
+      cap_[r[k]][r[(k + 1) % r.size()]] = static_cast<std::uint32_t>(
+          static_cast<int>(cap_[r[k]][r[(k + 1) % r.size()]]) - sign);
+  }
+  // Every ring leaves each rank once: no rank's remaining out-capacity can be exceeded.
+  std::size_t bound() const {
+    std::uint64_t m = UINT64_MAX;
+    for (const auto& row : cap_)
+      m = std::min<std::uint64_t>(m, std::accumulate(row.begin(), row.end(), std::uint64_t{0}));
+    return current_.size() + static_cast<std::size_t>(std::min<std::uint64_t>(m, max_rings_));
+  }
+  void search(std::size_t from) {
+    if (++steps_ > kStepBudget) return;
+    if (current_.size() > best_.size()) best_ = current_;
+    if (best_.size() >= max_rings_ || bound() <= best_.size()) return;
+    for (std::size_t k = from; k < cycles_.size(); ++k) {
+      if (!fits(cycles_[k])) continue;
+      take(cycles_[k], +1);
+      current_.push_back(k);
+      search(k);  // the same cycle may be taken again
+      current_.pop_back();
+      take(cycles_[k], -1);
+      if (steps_ > kStepBudget || best_.size() >= max_rings_) return;
+    }
+  }
+
+  const std::vector<Ring>& cycles_;
+  Matrix cap_;
+  std::size_t max_rings_;
+  std::vector<std::size_t> current_, best_;
+  std::size_t steps_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::vector<std::uint32_t>> pack_rings(
+    const std::vector<std::vector<std::uint32_t>>& capacity, std::size_t max_rings) {
+  const std::size_t n = capacity.size();
+  for (const auto& row : capacity)
+    if (row.size() != n) throw std::invalid_argument("pack_rings: capacity must be square");
+  if (n < 2 || max_rings == 0) return {};
+  return Packer(hamiltonian_cycles(capacity), capacity, max_rings).run();
+}
+
+std::vector<std::vector<double>> direct_nvlink_matrix(
+    const Topology& topology, const std::vector<DeviceId>& ranks,
+    const std::function<double(const Link&)>& weight) {
+  const std::size_t n = ranks.size();
+  std::vector<std::vector<double>> m(n, std::vector<double>(n, 0.0));
+  std::vector<std::size_t> rank_of(topology.devices().size(), n);
+  for (std::size_t r = 0; r < n; ++r) rank_of[ranks[r]] = r;
+  for (std::size_t r = 0; r < n; ++r)
+    for (LinkId id : topology.links_of(ranks[r])) {
+      const Link& l = topology.link(id);
+      if (l.fabric != Fabric::NvLink) continue;
+      const std::size_t peer = rank_of[l.other(ranks[r])];
+      if (peer < n && peer != r) m[r][peer] += weight(l);
+    }
+  return m;
+}
+
+bool direct_nvlink_mesh(const Topology& topology, const std::vector<DeviceId>& ranks) {
+  if (ranks.size() < 2) return false;
+  for (DeviceId g : ranks)
+    if (topology.device(g).node != topology.device(ranks.front()).node) return false;
+  for (DeviceId g : ranks)
+    for (LinkId id : topology.links_of(g)) {
+      const Link& l = topology.link(id);
+      if (l.fabric == Fabric::NvLink && topology.device(l.other(g)).kind == DeviceKind::NvSwitch)
+        return false;
+    }
+  const auto m = direct_nvlink_matrix(topology, ranks, [](const Link&) { return 1.0; });
+  for (const auto& row : m)
+    for (double v : row)
+      if (v > 0.0) return true;
+  return false;
+}
+
+std::vector<std::vector<std::uint32_t>> nvlink_mesh_rings(const Topology& topology,
+                                                          const std::vector<DeviceId>& ranks) {
+  if (ranks.size() < 3 || !direct_nvlink_mesh(topology, ranks)) return {};
+  const auto bw = direct_nvlink_matrix(
+      topology, ranks, [](const Link& l) { return l.bandwidth.bytes_per_second(); });
+  double unit = 0.0;
+  for (const auto& row : bw)
+    for (double b : row)
+      if (b > 0.0) unit = unit > 0.0 ? std::min(unit, b) : b;
+  Matrix cap(bw.size(), std::vector<std::uint32_t>(bw.size(), 0));
+  for (std::size_t i = 0; i < bw.size(); ++i)
+    for (std::size_t j = 0; j < bw.size(); ++j)
+      cap[i][j] = static_cast<std::uint32_t>(std::floor(2.0 * bw[i][j] / unit + 1e-9));
+  return pack_rings(cap, 64);
+}
+
+namespace {
+
+// Each local rank's nearest NIC of its server (index into `nics`), by hops.
+std::vector<std::size_t> nearest_nics(const Topology& topology, const std::vector<DeviceId>& gpus,
+                                      std::vector<DeviceId>& nics) {
+  const int node = topology.device(gpus.front()).node;
+  for (DeviceId d = 0; d < topology.devices().size(); ++d)
+    if (topology.device(d).kind == DeviceKind::Nic && topology.device(d).node == node)
+      nics.push_back(d);
+  std::vector<std::size_t> near(gpus.size(), 0);
+  if (nics.empty()) return near;
+  const Router router(topology);
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    std::size_t best = SIZE_MAX;
+    for (std::size_t k = 0; k < nics.size(); ++k)
+      if (const std::size_t h = router.hops(gpus[g], nics[k]); h < best) {
+        best = h;
+        near[g] = k;
+      }
+  }
+  return near;
+}
+
+// One local path per channel: distinct rings cut open between GPUs near the channel's NIC.
+std::vector<Ring> rail_paths(const std::vector<Ring>& rings, const std::vector<std::size_t>& near,
+                             std::size_t nic_count, std::uint32_t channels) {
+  std::vector<Ring> distinct;
+  for (const Ring& r : rings)
+    if (std::find(distinct.begin(), distinct.end(), r) == distinct.end()) distinct.push_back(r);
+  std::vector<std::uint32_t> used(distinct.size(), 0);
+  std::vector<Ring> paths;
+  for (std::uint32_t c = 0; c < channels; ++c) {
+    const std::size_t nic = nic_count > 0 ? c % nic_count : 0;
+    std::size_t best_ring = 0, best_at = 0;
+    int best_score = -1;
+    for (std::size_t step = 0; step < distinct.size(); ++step) {
+      const std::size_t i = (c + step) % distinct.size();
+      const Ring& r = distinct[i];
+      for (std::size_t at = 0; at < r.size(); ++at) {
+        const std::uint32_t in = r[at], out = r[(at + r.size() - 1) % r.size()];
+        // Entering by the channel's NIC, leaving by it too (NCCL's default, no cross-NIC
+        // rings) or else by the next one, as the rail rings do when each NIC has one GPU.
+        const int leave = near[out] == nic ? 4 : near[out] == (nic + 1) % std::max<std::size_t>(nic_count, 1) ? 3 : 0;
+        const int score = 4 * (near[in] == nic) + leave -
+                          static_cast<int>(std::min<std::uint32_t>(used[i], 2));
+        if (score > best_score) {
+          best_score = score;
+          best_ring = i;
+          best_at = at;
+        }
+      }
+    }
+    ++used[best_ring];
+    const Ring& r = distinct[best_ring];
+    Ring path;
+    for (std::size_t k = 0; k < r.size(); ++k) path.push_back(r[(best_at + k) % r.size()]);
+    paths.push_back(std::move(path));
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::uint32_t>> server_mesh_rings(const Topology& topology,
+                                                          const std::vector<DeviceId>& ranks,
+                                                          std::uint32_t ranks_per_node,
+                                                          std::uint32_t channels) {
+  if (ranks.empty()) return {};
+  const bool one_server = std::all_of(ranks.begin(), ranks.end(), [&](DeviceId d) {
+    return topology.device(d).node == topology.device(ranks.front()).node;
+  });
+  if (one_server) return nvlink_mesh_rings(topology, ranks);
+  if (ranks_per_node < 3 || ranks.size() % ranks_per_node != 0 || channels == 0) return {};
+  std::vector<Ring> first;
+  for (std::size_t s = 0; s < ranks.size(); s += ranks_per_node) {
+    const std::vector<DeviceId> server(ranks.begin() + static_cast<std::ptrdiff_t>(s),
+                                       ranks.begin() + static_cast<std::ptrdiff_t>(s + ranks_per_node));
+    if (topology.device(server.front()).node == topology.device(ranks.front()).node && s > 0)
+      return {};  // not node-major
+    auto rings = nvlink_mesh_rings(topology, server);
+    if (rings.empty()) return {};
+    if (s == 0) first = std::move(rings);
+    else if (rings != first) return {};
+  }
+  const std::vector<DeviceId> server(ranks.begin(), ranks.begin() + ranks_per_node);
+  std::vector<DeviceId> nics;
+  const std::vector<std::size_t> near = nearest_nics(topology, server, nics);
+  return rail_paths(first, near, nics.size(), channels);
+}
+
+std::vector<DeviceId> nvlink_chain_order(const Topology& topology, std::vector<DeviceId> ranks,
+                                         std::uint32_t ranks_per_node) {
+  const bool one_server = !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [&](DeviceId d) {
+    return topology.device(d).node == topology.device(ranks.front()).node;
+  });
+  const std::size_t block = one_server ? ranks.size() : ranks_per_node;
+  if (block < 3 || ranks.size() % block != 0) return ranks;
+  for (std::size_t s = 0; s < ranks.size(); s += block) {
+    const std::vector<DeviceId> server(ranks.begin() + static_cast<std::ptrdiff_t>(s),
+                                       ranks.begin() + static_cast<std::ptrdiff_t>(s + block));
+    const auto rings = nvlink_mesh_rings(topology, server);
+    if (rings.empty()) continue;
+    for (std::size_t k = 0; k < block; ++k) ranks[s + k] = server[rings.front()[k]];
+  }
+  return ranks;
+}
+
+}  // namespace gradsync
