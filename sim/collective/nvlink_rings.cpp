@@ -17,11 +17,13 @@ namespace {
 using Matrix = std::vector<std::vector<std::uint32_t>>;
 using Ring = std::vector<std::uint32_t>;
 
-constexpr std::size_t kStepBudget = 400'000;  // DFS steps per search
-constexpr std::size_t kMaxCycles = 4096;      // distinct cycles kept for the packing
+constexpr std::size_t kStepBudget = 200'000;  // DFS steps per exhaustive search
+constexpr std::size_t kMaxCycles = 1024;      // cycles an exact packing considers
+constexpr std::size_t kRingBudget = 20'000;   // DFS steps per greedy ring
 
-// Every directed Hamiltonian cycle starting at rank 0, widest pairs first (within the budget).
-std::vector<Ring> hamiltonian_cycles(const Matrix& cap) {
+// Every directed Hamiltonian cycle starting at rank 0, widest pairs first; `complete` says
+// whether the search saw them all (within the step budget and kMaxCycles).
+std::vector<Ring> hamiltonian_cycles(const Matrix& cap, bool& complete) {
   const auto n = static_cast<std::uint32_t>(cap.size());
   std::vector<Ring> cycles;
   Ring path{0};
@@ -55,6 +57,7 @@ std::vector<Ring> hamiltonian_cycles(const Matrix& cap) {
     }
   };
   extend();
+  complete = steps <= kStepBudget && cycles.size() < kMaxCycles;
   // Cycles whose narrowest pair is widest first: they leave the single links to the rest.
   auto narrowest = [&](const Ring& r) {
     std::uint32_t m = cap[r.back()][r.front()];
@@ -119,6 +122,49 @@ class Packer {
   std::size_t steps_ = 0;
 };
 
+// Larger meshes (too many cycles to pack exactly): one ring at a time, each the first cycle
+// a depth-first search finds going to the successor with the most capacity left, until none
+// is left; pack_rings() keeps the best of a few tie-break schedules (`shift`).
+std::vector<Ring> greedy_rings(Matrix cap, std::size_t max_rings, std::uint32_t shift) {
+  const auto n = static_cast<std::uint32_t>(cap.size());
+  std::vector<Ring> rings;
+  while (rings.size() < max_rings) {
+    const auto stride = static_cast<std::uint32_t>(1 + (rings.size() + shift) % (n - 1));
+    Ring path{0};
+    std::vector<bool> used(n, false);
+    used[0] = true;
+    std::size_t steps = 0;
+    std::function<bool()> extend;
+    extend = [&]() -> bool {
+      if (++steps > kRingBudget) return false;
+      const std::uint32_t last = path.back();
+      if (path.size() == n) return cap[last][0] > 0;
+      std::vector<std::uint32_t> next;
+      for (std::uint32_t j = 0; j < n; ++j)
+        if (!used[j] && cap[last][j] > 0) next.push_back(j);
+      // Ties: the successor at this ring's stride first (ring r prefers rank + 1 + r mod
+      // (n-1)), so rings spread over the pairs as a circulant decomposition does.
+      const auto offset = [&](std::uint32_t j) { return (j + 2 * n - last - stride) % n; };
+      std::stable_sort(next.begin(), next.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return cap[last][a] != cap[last][b] ? cap[last][a] > cap[last][b] : offset(a) < offset(b);
+      });
+      for (std::uint32_t j : next) {
+        used[j] = true;
+        path.push_back(j);
+        if (extend()) return true;
+        path.pop_back();
+        used[j] = false;
+        if (steps > kRingBudget) return false;
+      }
+      return false;
+    };
+    if (!extend()) break;
+    for (std::size_t k = 0; k < path.size(); ++k) --cap[path[k]][path[(k + 1) % path.size()]];
+    rings.push_back(std::move(path));
+  }
+  return rings;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::uint32_t>> pack_rings(
@@ -127,7 +173,15 @@ std::vector<std::vector<std::uint32_t>> pack_rings(
   for (const auto& row : capacity)
     if (row.size() != n) throw std::invalid_argument("pack_rings: capacity must be square");
   if (n < 2 || max_rings == 0) return {};
-  return Packer(hamiltonian_cycles(capacity), capacity, max_rings).run();
+  bool complete = false;
+  const std::vector<Ring> cycles = hamiltonian_cycles(capacity, complete);
+  if (complete) return Packer(cycles, capacity, max_rings).run();
+  std::vector<Ring> best;
+  for (std::uint32_t shift = 0; shift < std::min<std::size_t>(n - 1, 4); ++shift) {
+    std::vector<Ring> rings = greedy_rings(capacity, max_rings, shift);
+    if (rings.size() > best.size()) best = std::move(rings);
+  }
+  return best;
 }
 
 std::vector<std::vector<double>> direct_nvlink_matrix(

@@ -267,6 +267,7 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
   v.ll128 = v.intra == LinkClass::NvLink;
   const std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
+  bool mesh_rings = false;  // one server's GPUs NVLinked directly, rings found on NVLink
   if (v.nodes == 1 && direct_nvlink_mesh(topology, rank_devices)) {
     // GPUs NVLinked directly (DGX-1's cube-mesh, bridged pairs, full meshes): the search's
     // rings follow NVLink pairs, each channel taking `s` of every pair it crosses
@@ -283,8 +284,9 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     const double row = std::accumulate(bw.front().begin(), bw.front().end(), 0.0);
     const double widest = *std::max_element(bw.front().begin(), bw.front().end());
     if (rings_at(speeds(v.gpu, false).back()) > 0) {
-      g.total = row;  // the links to this communicator's GPUs (the tree's view too)
+      g.total = row;  // the links to this communicator's GPUs
       g.max_path = widest;
+      mesh_rings = true;
       v.ring = search(v.gpu, false, row, widest, rings_at, true);
     } else {  // no ring stays on NVLink: NCCL's rings cross PCI (the rank order)
       v.intra = LinkClass::Pci;
@@ -315,7 +317,10 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   // pass 2: "increase bwIntra for trees (2 nodes or collnet)"), which is how NCCL's tuner sees
   // a 2-node tree's halved network traffic.
   const double tree_total = ppn > 1 ? g.total * ppn / (ppn - 1) : g.total;
-  if (v.nodes == 1) {
+  if (v.nodes == 1 && mesh_rings) {
+    // On a direct mesh the tree's chains follow NVLink like the rings: the same channels.
+    v.tree = v.ring;
+  } else if (v.nodes == 1) {
     v.tree = search(v.gpu, false, tree_total, g.max_path,
                     [&](double s) {
                       return std::min<std::uint32_t>(

@@ -120,6 +120,23 @@ TEST_CASE("pack_rings: limits, two ranks, no cycle, and a full mesh of four at o
   CHECK(pack_rings(k4x2, 64).size() == 6);
 }
 
+TEST_CASE("pack_rings: larger full meshes pack greedily, every ring a cycle within capacity") {
+  for (std::uint32_t n : {12u, 32u}) {
+    CAPTURE(n);
+    Matrix cap(n, std::vector<std::uint32_t>(n, 2));
+    for (std::uint32_t i = 0; i < n; ++i) cap[i][i] = 0;
+    const Rings rings = pack_rings(cap, 64);
+    // At least 94 % of the 2(n-1) rings that exist (every GPU's links nearly all used).
+    CHECK(static_cast<double>(rings.size()) >= 0.94 * 2 * (n - 1));
+    for (const auto& r : rings) {
+      std::vector<std::uint32_t> sorted = r;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::uint32_t k = 0; k < n; ++k) CHECK(sorted[k] == k);
+    }
+    for (const auto& [pair, count] : uses(rings)) CHECK(count <= 2);
+  }
+}
+
 TEST_CASE("nvlinks wiring: pairs at k links' bandwidth, the others over PCIe and the CPUs") {
   const Topology t = dgx1();
   const auto bw = direct_nvlink_matrix(t, t.gpus(), [](const Link& l) {
@@ -171,6 +188,7 @@ TEST_CASE("NCCL's ring graph on the cube-mesh: 6 channels at one link's 20 GB/s,
   CHECK(v.ring.channels == 6);
   CHECK(v.ring.bw_intra == doctest::Approx(20.0));
   CHECK(v.comm_channels == 12);
+  CHECK(v.tree.channels == v.ring.channels);  // the chains follow NVLink like the rings
   // GPUs 0-1: their one link, one channel at 20 GB/s.
   const NcclTopologyView pair = nccl_topology_view(t, first_gpus(t, 2), 2, std::nullopt);
   CHECK(pair.ring.channels == 1);
