@@ -299,29 +299,33 @@ std::vector<Ring> rail_paths(const std::vector<Ring>& rings, const std::vector<s
 
 std::vector<std::vector<std::uint32_t>> server_mesh_rings(const Topology& topology,
                                                           const std::vector<DeviceId>& ranks,
-                                                          std::uint32_t ranks_per_node,
-                                                          std::uint32_t channels) {
+                                                          std::uint32_t ranks_per_node) {
   if (ranks.empty()) return {};
   const bool one_server = std::all_of(ranks.begin(), ranks.end(), [&](DeviceId d) {
     return topology.device(d).node == topology.device(ranks.front()).node;
   });
   if (one_server) return nvlink_mesh_rings(topology, ranks);
-  if (ranks_per_node < 3 || ranks.size() % ranks_per_node != 0 || channels == 0) return {};
+  if (ranks_per_node < 3 || ranks.size() % ranks_per_node != 0) return {};
   std::vector<Ring> first;
   for (std::size_t s = 0; s < ranks.size(); s += ranks_per_node) {
     const std::vector<DeviceId> server(ranks.begin() + static_cast<std::ptrdiff_t>(s),
                                        ranks.begin() + static_cast<std::ptrdiff_t>(s + ranks_per_node));
-    if (topology.device(server.front()).node == topology.device(ranks.front()).node && s > 0)
-      return {};  // not node-major
     auto rings = nvlink_mesh_rings(topology, server);
-    if (rings.empty()) return {};
+    if (rings.empty()) return {};  // also a block that spans servers (no direct mesh)
     if (s == 0) first = std::move(rings);
     else if (rings != first) return {};
   }
+  return first;
+}
+
+std::vector<std::vector<std::uint32_t>> mesh_rail_paths(
+    const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
+    const std::vector<std::vector<std::uint32_t>>& rings, std::uint32_t channels) {
+  if (rings.empty() || channels == 0 || ranks.size() < ranks_per_node) return {};
   const std::vector<DeviceId> server(ranks.begin(), ranks.begin() + ranks_per_node);
   std::vector<DeviceId> nics;
   const std::vector<std::size_t> near = nearest_nics(topology, server, nics);
-  return rail_paths(first, near, nics.size(), channels);
+  return rail_paths(rings, near, nics.size(), channels);
 }
 
 std::vector<DeviceId> nvlink_chain_order(const Topology& topology, std::vector<DeviceId> ranks,

@@ -90,13 +90,12 @@ Plan plan_request(const CollectiveRequest& r) {
       const bool uneven = r.node_sizes.size() > 1 && listed == r.ranks &&
                           std::any_of(r.node_sizes.begin(), r.node_sizes.end(),
                                       [](std::uint32_t p) { return p > 1; });
-      const bool meshed = !r.mesh_rings.empty() && r.ranks % r.mesh_rings.front().size() == 0;
-      if (meshed && r.mesh_rings.front().size() == r.ranks) {
+      if (!r.mesh_rings.empty() && r.mesh_rings.front().size() == r.ranks) {
         const auto rings = static_cast<std::uint32_t>(r.mesh_rings.size());
         ring.channels = std::max(r.channels, rings);
         for (std::uint32_t c = 0; c < ring.channels; ++c) ring.orders.push_back(r.mesh_rings[c % rings]);
-      } else if (meshed) {
-        ring.orders = rail_ring_orders(r.ranks, r.mesh_rings, r.channels);
+      } else if (!r.mesh_paths.empty() && r.ranks % r.mesh_paths.front().size() == 0) {
+        ring.orders = rail_ring_orders(r.ranks, r.mesh_paths, r.channels);
       } else if (r.channels > 1 && r.ranks_per_node > 1 && r.ranks > r.ranks_per_node &&
           r.ranks % r.ranks_per_node == 0)
         ring.orders = rail_ring_orders(r.ranks, r.ranks_per_node, r.channels);
@@ -131,9 +130,11 @@ Plan plan_request(const CollectiveRequest& r) {
     }
     case Algorithm::Hierarchical:
       if (r.op != CollectiveOp::AllReduce) return unsupported();
-      return plan_hierarchical_allreduce(r.ranks, r.bytes,
-                                         HierarchicalOptions{r.ranks_per_node,
-                                                             r.pipeline > 0 ? r.pipeline : 1});
+      return plan_hierarchical_allreduce(
+          r.ranks, r.bytes,
+          HierarchicalOptions{r.ranks_per_node, r.pipeline > 0 ? r.pipeline : 1,
+                              !r.mesh_rings.empty() && r.mesh_rings.front().size() == r.ranks_per_node
+                                  ? r.mesh_rings : std::vector<std::vector<std::uint32_t>>{}});
     case Algorithm::ParameterServer: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       const std::uint32_t workers = ps_worker_count(r.ranks, r.ps);

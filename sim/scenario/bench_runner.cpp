@@ -96,7 +96,8 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   base.ranks_per_node = ppn;
   base.node_sizes = node_blocks(topo, ranks);
   base.channels = request.channels > 0 ? request.channels : default_ring_channels(topo, ranks, ppn);
-  base.mesh_rings = server_mesh_rings(topo, ranks, ppn, base.channels);
+  base.mesh_rings = server_mesh_rings(topo, ranks, ppn);
+  base.mesh_paths = mesh_rail_paths(topo, ranks, ppn, base.mesh_rings, base.channels);
   base.pipeline = request.pipeline;
   base.root = request.root;
   base.ps.servers = ps_hosts.empty() ? request.ps_servers

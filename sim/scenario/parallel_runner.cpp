@@ -110,7 +110,11 @@ class GroupTimer {
     p.base.ranks_per_node = p2p ? 1 : ranks_per_node(topo_, p.first);
     if (!p2p) p.base.node_sizes = node_blocks(topo_, p.first);
     p.base.channels = default_ring_channels(topo_, p.first, p.base.ranks_per_node);
-    if (!p2p) p.base.mesh_rings = server_mesh_rings(topo_, p.first, p.base.ranks_per_node, p.base.channels);
+    if (!p2p) {
+      p.base.mesh_rings = server_mesh_rings(topo_, p.first, p.base.ranks_per_node);
+      p.base.mesh_paths = mesh_rail_paths(topo_, p.first, p.base.ranks_per_node, p.base.mesh_rings,
+                                          p.base.channels);
+    }
     p.candidates = {Algorithm::Ring};
     if (!p2p) add_in_switch(p, groups);
     if (r.op == CollectiveOp::AllReduce && n > 1) {

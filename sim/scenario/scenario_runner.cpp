@@ -232,7 +232,10 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   all.base.ps.placement = sc.sync.ps.placement == PsPlacement::Dedicated
                               ? ServerPlacement::Dedicated : ServerPlacement::Colocated;
   all.base.channels = default_ring_channels(topo, devices, ppn);
-  if (hosts.empty()) all.base.mesh_rings = server_mesh_rings(topo, all.devices, ppn, all.base.channels);
+  if (hosts.empty()) {
+    all.base.mesh_rings = server_mesh_rings(topo, all.devices, ppn);
+    all.base.mesh_paths = mesh_rail_paths(topo, all.devices, ppn, all.base.mesh_rings, all.base.channels);
+  }
 
   const bool multi_node = result.nodes > 1 && ppn > 1;
   CollectiveTimer::Group one_node;
@@ -241,7 +244,10 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     one_node.base = all.base;
     one_node.base.ranks = ppn;
     one_node.base.channels = 1;
-    if (hosts.empty()) one_node.base.mesh_rings = server_mesh_rings(topo, one_node.devices, ppn, 1);
+    if (hosts.empty()) {
+      one_node.base.mesh_rings = server_mesh_rings(topo, one_node.devices, ppn);
+      one_node.base.mesh_paths.clear();
+    }
     if (!hosts.empty()) {  // one server's GPUs with the same server hosts
       one_node.devices.insert(one_node.devices.end(), hosts.begin(), hosts.end());
       one_node.base.ranks = ppn + static_cast<std::uint32_t>(hosts.size());

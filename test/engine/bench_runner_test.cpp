@@ -237,7 +237,7 @@ namespace {
 // library overheads; GPU pairs without NVLink cross 16 GB/s PCIe and the CPUs. A 1 GiB ring
 // over `gpus` GPUs (0, 1, …) runs on the rings that follow NVLink pairs: each GPU sends on
 // every NVLink it has to the other ranks, so busbw is 25 GB/s × those links.
-double cube_mesh_ring_busbw(std::uint32_t gpus) {
+double cube_mesh_ring_busbw(std::uint32_t gpus, Algorithm algorithm = Algorithm::Ring) {
   const std::string text = R"(name: cube-mesh
 software: none
 nodes: 1
@@ -263,7 +263,7 @@ node:
   pcie: {bandwidth: 16GB/s, latency: 0ns, efficiency: 1}
 )";
   BenchRequest request;
-  request.algorithm = Algorithm::Ring;
+  request.algorithm = algorithm;
   request.gpus = gpus;
   request.sizes = {1024.0 * 1048576.0};
   request.simgrid_args = simgrid_args();
@@ -288,4 +288,10 @@ TEST_CASE("bench runner: GPUs 0-3 of a cube-mesh ring over their 4 NVLinks each 
 // One NVLink joins GPUs 0 and 1 (an NVSwitch star of 150 GB/s per GPU would give 150).
 TEST_CASE("bench runner: GPUs 0-1 of a cube-mesh share one NVLink (25 GB/s)") {
   CHECK(cube_mesh_ring_busbw(2) == doctest::Approx(25.0).epsilon(0.02));
+}
+
+// Hierarchical's intra-node reduce-scatter and all-gather walk the same NVLink rings (one
+// ring in rank order would cross PCIe; one NVLink ring alone would take 2 of 6 links).
+TEST_CASE("bench runner: hierarchical on a cube-mesh uses all 6 NVLinks of each GPU (150 GB/s)") {
+  CHECK(cube_mesh_ring_busbw(8, Algorithm::Hierarchical) == doctest::Approx(150.0).epsilon(0.02));
 }

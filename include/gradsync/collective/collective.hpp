@@ -313,6 +313,12 @@ struct TreeOptions {
 struct HierarchicalOptions {
   std::uint32_t ranks_per_node = 1;  // must divide ranks; ranks are node-major
   std::uint32_t pipeline = 1;        // sub-chunks per step
+  // The orders (local ranks) the intra-node rings walk, one sub-plan each on 1/orders of the
+  // data, side by side; position j of order k plays local rank j (its part is reduced across
+  // servers among the ranks at position j). Empty: one order, 0 … ppn-1. On a direct NVLink
+  // mesh these are the server's NVLink rings (nvlink_rings.hpp), as NCCL's intra-node
+  // ReduceScatter and AllGather use every ring it finds.
+  std::vector<std::vector<std::uint32_t>> local_orders;
 };
 // Ring reduce-scatter inside each node (ppn ranks), ring AllReduce of each part across nodes
 // on its rail (ranks with the same local index), ring all-gather inside each node.
@@ -472,12 +478,14 @@ struct CollectiveRequest {
   // domain (plan_nvls_allreduce). collnetchain, collnetdirect: CollNetChainOptions::sharp_of_local
   // (collnetdirect's heads: min(8, ranks_per_node, channels) locals, h = p·ppn/heads).
   std::vector<std::uint32_t> sharp_of_local;
-  // Ring over servers whose GPUs are NVLinked directly (server_mesh_rings() in
-  // nvlink_rings.hpp), in local ranks. One server: the rings NCCL's search finds along NVLink
-  // pairs, the plan running max(channels, rings) channels, channel c on ring c mod rings.
-  // Several: one local path per channel, each server walked along it (rail_ring_orders).
-  // Empty: rank order (NVSwitch or PCIe servers).
+  // Servers whose GPUs are NVLinked directly (nvlink_rings.hpp), in local ranks: the rings
+  // NCCL's search finds along one server's NVLink pairs (server_mesh_rings()), and across
+  // servers one local path per channel (mesh_rail_paths()). Ring on one server: max(channels,
+  // rings) channels, channel c on ring c mod rings; across servers each channel walks every
+  // server along its path (rail_ring_orders). Hierarchical: the rings are its intra-node
+  // orders. Empty: rank order (NVSwitch or PCIe servers).
   std::vector<std::vector<std::uint32_t>> mesh_rings;
+  std::vector<std::vector<std::uint32_t>> mesh_paths;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)

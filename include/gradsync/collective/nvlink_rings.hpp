@@ -53,21 +53,24 @@ namespace gradsync {
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> nvlink_mesh_rings(
     const Topology& topology, const std::vector<DeviceId>& ranks);
 
-// The rings a ring collective over these ranks walks on servers whose GPUs are NVLinked
-// directly (node-major, ranks_per_node per server), in local ranks:
-//   - one server: nvlink_mesh_rings() of the ranks (one ring per channel, cyclically);
-//   - several servers of identical meshes: one local path per channel (`channels` of them),
-//     each an NVLink ring of the first server cut open between two GPUs, the path entering at
-//     one and leaving from the other (rail_ring_orders() with local paths). As NCCL's search
-//     builds each channel from NIC to NIC over NVLink, channel c uses NIC c mod NICs: the cut
-//     prefers two GPUs nearest that NIC, else one nearest it and one nearest the next NIC (as
-//     the rail rings cross when each NIC has one GPU), and among equals the ring used least
-//     so far (on DGX-1 the four channels cut rings between GPUs 0 and 1, 2 and 3, 4 and 5, 6
-//     and 7, one of the four rings each).
-// Empty otherwise (NVSwitch or PCIe servers, servers that differ): the rank order.
+// The NVLink rings of one server of these ranks (node-major, ranks_per_node per server), in
+// local ranks: nvlink_mesh_rings() of the ranks when they are on one server; across servers
+// those of the first server when every server's GPUs give the same ones. Empty otherwise
+// (NVSwitch or PCIe servers, servers that differ).
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> server_mesh_rings(
+    const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node);
+
+// For rings across servers of identical meshes (`rings` = server_mesh_rings()): one local path
+// per channel, each a ring cut open between two GPUs, the path entering at one and leaving
+// from the other (rail_ring_orders() with local paths). As NCCL's search builds each channel
+// from NIC to NIC over NVLink, channel c uses NIC c mod NICs: the cut prefers two GPUs nearest
+// that NIC, else one nearest it and one nearest the next NIC (as the rail rings cross when
+// each NIC has one GPU), and among equals the ring used least so far (on DGX-1 the four
+// channels cut rings between GPUs 0 and 1, 2 and 3, 4 and 5, 6 and 7, one of the four rings
+// each). Empty when `rings` is.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> mesh_rail_paths(
     const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
-    std::uint32_t channels);
+    const std::vector<std::vector<std::uint32_t>>& rings, std::uint32_t channels);
 
 // These ranks (node-major, ranks_per_node per server, or all on one server) with each
 // server's GPUs renumbered along its first NVLink ring when the server is a direct NVLink

@@ -445,6 +445,37 @@ TEST_CASE("hierarchical allreduce: intra-node ring, per-rail ring across nodes, 
   }
 }
 
+TEST_CASE("hierarchical allreduce over several local orders: each walks its ring, same bytes") {
+  // Two servers of 4 GPUs whose NVLink rings are 0 3 2 1 and 0 1 3 2 (a partial mesh): each
+  // order carries half the data; intra-node sends follow the orders' successors only.
+  const std::vector<std::vector<std::uint32_t>> orders{{0, 3, 2, 1}, {0, 1, 3, 2}};
+  const std::uint32_t n = 8, ppn = 4;
+  const Bytes s{4096.0 * n};
+  const Plan plan = plan_hierarchical_allreduce(
+      n, s, {.ranks_per_node = ppn, .pipeline = 2, .local_orders = orders});
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.channels == 2 * ppn);
+  CHECK(dependency_depth(plan) == plan.steps);
+  std::vector<double> intra(n, 0.0), inter(n, 0.0);
+  std::set<std::pair<std::uint32_t, std::uint32_t>> local_hops;
+  for (const Transfer& t : plan.transfers) {
+    const bool same_node = t.src / ppn == t.dst / ppn;
+    (same_node ? intra : inter)[t.src] += plan.bytes_of(t).bytes();
+    if (same_node) local_hops.insert({t.src % ppn, t.dst % ppn});
+    else CHECK(t.src % ppn == t.dst % ppn);
+  }
+  // The successors of both rings, nothing else (0 -> 2 is in neither).
+  CHECK(local_hops == std::set<std::pair<std::uint32_t, std::uint32_t>>{
+                          {0, 3}, {3, 2}, {2, 1}, {1, 0}, {0, 1}, {1, 3}, {2, 0}});
+  for (std::uint32_t r = 0; r < n; ++r) {
+    CHECK(intra[r] == doctest::Approx(2.0 * (ppn - 1) / ppn * s.bytes()));
+    CHECK(inter[r] == doctest::Approx(2.0 * 1 / 2 * s.bytes() / ppn));
+  }
+  CHECK_THROWS_AS((void)plan_hierarchical_allreduce(
+                      n, s, {.ranks_per_node = ppn, .local_orders = {{0, 1, 1, 2}}}),
+                  std::invalid_argument);
+}
+
 TEST_CASE("hierarchical allreduce with one rank per node is a ring allreduce") {
   const Plan hier = plan_hierarchical_allreduce(8, 8_KiB);
   const Plan ring = plan_ring_allreduce(8, 8_KiB);
