@@ -321,7 +321,7 @@ std::vector<std::vector<std::uint32_t>> server_mesh_rings(const Topology& topolo
 std::vector<std::vector<std::uint32_t>> mesh_rail_paths(
     const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
     const std::vector<std::vector<std::uint32_t>>& rings, std::uint32_t channels) {
-  if (rings.empty() || channels == 0 || ranks.size() < ranks_per_node) return {};
+  if (rings.empty() || channels == 0 || ranks.size() <= ranks_per_node) return {};
   const std::vector<DeviceId> server(ranks.begin(), ranks.begin() + ranks_per_node);
   std::vector<DeviceId> nics;
   const std::vector<std::size_t> near = nearest_nics(topology, server, nics);

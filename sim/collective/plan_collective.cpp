@@ -124,9 +124,28 @@ Plan plan_request(const CollectiveRequest& r) {
       // Across nodes, one pair of trees per channel (NIC); two trees otherwise.
       const bool across = r.ranks_per_node > 1 && r.ranks > r.ranks_per_node;
       const std::uint32_t trees = across ? std::clamp<std::uint32_t>(2 * r.channels, 2, 64) : 2;
+      // On NVLink meshes the chains follow the server's rings: across servers pair p takes
+      // ring p·R/pairs of the R rings (which repeat each ring in proportion to its links, so
+      // the chains load the links evenly), turned to start at the GPU by channel p's NIC.
+      std::vector<std::vector<std::uint32_t>> chains;
+      const bool meshed = !r.mesh_rings.empty() && r.mesh_rings.front().size() == r.ranks_per_node;
+      if (meshed && across && !r.mesh_paths.empty()) {
+        const std::uint32_t pairs = trees / 2;
+        for (std::uint32_t p = 0; p < pairs; ++p) {
+          const auto& ring = r.mesh_rings[std::uint64_t{p} * r.mesh_rings.size() / pairs];
+          const std::uint32_t head = r.mesh_paths[p % r.mesh_paths.size()].front();
+          const auto at = static_cast<std::size_t>(std::find(ring.begin(), ring.end(), head) - ring.begin());
+          std::vector<std::uint32_t> chain;
+          for (std::size_t k = 0; k < ring.size(); ++k) chain.push_back(ring[(at + k) % ring.size()]);
+          chains.push_back(std::move(chain));
+        }
+      } else if (meshed) {
+        chains = {r.mesh_rings.front()};
+      }
       return plan_tree_allreduce(
           r.ranks, r.bytes,
-          TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / trees), trees, flows_only});
+          TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / trees), trees, flows_only,
+                      chains});
     }
     case Algorithm::Hierarchical:
       if (r.op != CollectiveOp::AllReduce) return unsupported();

@@ -34,14 +34,16 @@ struct RankTree {
   std::uint32_t height = 0;                          // edges from root to the deepest rank
 };
 
-// The chain of each node starts at local rank `first` and walks up (chain_down) or down the
-// local ranks, wrapping around.
+// The chain of each node starts at position `first` of the local order and walks up
+// (chain_down) or down it, wrapping around. `order`: local ranks (empty: 0 … ppn-1).
 RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain_down,
-                     std::uint32_t first) {
+                     std::uint32_t first, const std::vector<std::uint32_t>& order) {
   const auto nodes = static_cast<std::uint32_t>(nodes_tree.parent.size());
   const std::uint32_t ranks = nodes * ppn;
   const auto rank_of = [&](std::uint32_t node, std::uint32_t chain_pos) {
-    return node * ppn + (chain_down ? (first + chain_pos) % ppn : (first + ppn - chain_pos) % ppn);
+    const std::uint32_t at =
+        chain_down ? (first + chain_pos) % ppn : (first + ppn - chain_pos) % ppn;
+    return node * ppn + (order.empty() ? at : order[at]);
   };
   RankTree tree;
   tree.parent.assign(ranks, kNoRank);
@@ -95,10 +97,23 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   const std::uint32_t pairs = tree_count / 2;
   std::vector<RankTree> trees;
   trees.reserve(tree_count);
+  for (const auto& order : options.local_orders) {
+    std::vector<bool> seen(ppn, false);
+    detail::require(order.size() == ppn, kPlanner, "a local order must list every local rank once");
+    for (std::uint32_t l : order) {
+      detail::require(l < ppn && !seen[l], kPlanner, "a local order must list every local rank once");
+      seen[l] = true;
+    }
+  }
   for (std::uint32_t p = 0; p < pairs; ++p) {
-    const std::uint32_t head = p * ppn / pairs;
-    trees.push_back(hang_chains(node_trees[0], ppn, true, head));
-    trees.push_back(hang_chains(node_trees[1], ppn, false, pairs == 1 ? ppn - 1 : head));
+    // With local orders, pair p chains along order p (cyclically), its head the order's first.
+    const bool ordered = !options.local_orders.empty();
+    const std::vector<std::uint32_t> none;
+    const std::vector<std::uint32_t>& order =
+        ordered ? options.local_orders[p % options.local_orders.size()] : none;
+    const std::uint32_t head = ordered ? 0 : p * ppn / pairs;
+    trees.push_back(hang_chains(node_trees[0], ppn, true, head, order));
+    trees.push_back(hang_chains(node_trees[1], ppn, false, pairs == 1 ? ppn - 1 : head, order));
   }
   std::uint32_t height = 0;
   for (const RankTree& t : trees) height = std::max(height, t.height);

@@ -298,6 +298,12 @@ struct TreeOptions {
   // as NICs, channel c and c + NICs on the same NIC, each with one of the two shapes).
   std::uint32_t trees = 2;
   bool flows_only = false;  // build the flows-only plan from one pipeline chunk per tree
+  // The chains inside each node (local ranks): pair p walks local_orders[p mod orders]
+  // cyclically, its head the order's first rank (with 2 trees, tree 1's head its last), one
+  // way for one shape and the other way for the other. Empty: 0 … ppn-1 as above. On a
+  // direct NVLink mesh these are the server's rings cut at each channel's NIC (nvlink_rings.hpp),
+  // as NCCL chains each channel along its own ring.
+  std::vector<std::vector<std::uint32_t>> local_orders;
 };
 // Double-binary-tree AllReduce (NCCL style): the trees span nodes, and inside each node the
 // ranks form a chain hanging from the node's head (tree 0: head local 0, chain 0←1←…; tree 1:

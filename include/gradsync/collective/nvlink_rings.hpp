@@ -67,7 +67,7 @@ namespace gradsync {
 // that NIC, else one nearest it and one nearest the next NIC (as the rail rings cross when
 // each NIC has one GPU), and among equals the ring used least so far (on DGX-1 the four
 // channels cut rings between GPUs 0 and 1, 2 and 3, 4 and 5, 6 and 7, one of the four rings
-// each). Empty when `rings` is.
+// each). Empty when `rings` is, or the ranks are one server.
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> mesh_rail_paths(
     const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
     const std::vector<std::vector<std::uint32_t>>& rings, std::uint32_t channels);

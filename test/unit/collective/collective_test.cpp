@@ -476,6 +476,37 @@ TEST_CASE("hierarchical allreduce over several local orders: each walks its ring
                   std::invalid_argument);
 }
 
+TEST_CASE("tree allreduce with local orders chains each pair along its order") {
+  // Two servers of 4 GPUs; pair 0 chains along 0 3 2 1, pair 1 along 2 0 1 3 (cyclic orders
+  // of a mesh): every hop inside a server joins neighbours of one order, and each pair's
+  // trees leave a server from its order's first GPU.
+  const std::vector<std::vector<std::uint32_t>> orders{{0, 3, 2, 1}, {2, 0, 1, 3}};
+  const std::uint32_t n = 8, ppn = 4;
+  const Plan plan = plan_tree_allreduce(
+      n, Bytes{64.0 * 1024}, {.ranks_per_node = ppn, .pipeline = 2, .trees = 4, .local_orders = orders});
+  REQUIRE_PLAN_OK(plan);
+  const auto neighbours = [&](std::uint32_t a, std::uint32_t b) {
+    for (const auto& o : orders)
+      for (std::size_t k = 0; k < o.size(); ++k) {
+        const std::uint32_t x = o[k], y = o[(k + 1) % o.size()];
+        if ((a == x && b == y) || (a == y && b == x)) return true;
+      }
+    return false;
+  };
+  std::set<std::uint32_t> leaving;
+  for (const Transfer& t : plan.transfers) {
+    if (t.src / ppn == t.dst / ppn) {
+      CHECK(neighbours(t.src % ppn, t.dst % ppn));
+    } else {
+      leaving.insert(t.src % ppn);
+    }
+  }
+  CHECK(leaving == std::set<std::uint32_t>{0, 2});  // the orders' first GPUs
+  CHECK_THROWS_AS((void)plan_tree_allreduce(
+                      n, Bytes{1024.0}, {.ranks_per_node = ppn, .trees = 4, .local_orders = {{0, 0, 1, 2}}}),
+                  std::invalid_argument);
+}
+
 TEST_CASE("hierarchical allreduce with one rank per node is a ring allreduce") {
   const Plan hier = plan_hierarchical_allreduce(8, 8_KiB);
   const Plan ring = plan_ring_allreduce(8, 8_KiB);
