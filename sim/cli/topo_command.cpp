@@ -52,6 +52,12 @@ nlohmann::ordered_json summary_json(const TopologySummary& s) {
       {"rail_nics_per_gpu", {{"min", s.rail_nics_min}, {"max", s.rail_nics_max}}},
       {"gpus_per_nic_max", s.gpus_per_nic_max},
       {"sharp_switches", s.sharp_switches},
+      {"nvlink_mesh", s.mesh_gpus == 0
+                          ? nlohmann::ordered_json(nullptr)
+                          : nlohmann::ordered_json{{"gpus", s.mesh_gpus},
+                                           {"peers_per_gpu", {{"min", s.mesh_peers_min},
+                                                              {"max", s.mesh_peers_max}}},
+                                           {"ring_share", s.mesh_ring_share}}},
   };
 }
 

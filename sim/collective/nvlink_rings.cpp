@@ -218,9 +218,10 @@ bool direct_nvlink_mesh(const Topology& topology, const std::vector<DeviceId>& r
   return false;
 }
 
-std::vector<std::vector<std::uint32_t>> nvlink_mesh_rings(const Topology& topology,
-                                                          const std::vector<DeviceId>& ranks) {
-  if (ranks.size() < 3 || !direct_nvlink_mesh(topology, ranks)) return {};
+namespace {
+
+// Each directed pair's capacity in half units of the narrowest NVLinked pair.
+Matrix half_units(const Topology& topology, const std::vector<DeviceId>& ranks) {
   const auto bw = direct_nvlink_matrix(
       topology, ranks, [](const Link& l) { return l.bandwidth.bytes_per_second(); });
   double unit = 0.0;
@@ -230,8 +231,27 @@ std::vector<std::vector<std::uint32_t>> nvlink_mesh_rings(const Topology& topolo
   Matrix cap(bw.size(), std::vector<std::uint32_t>(bw.size(), 0));
   for (std::size_t i = 0; i < bw.size(); ++i)
     for (std::size_t j = 0; j < bw.size(); ++j)
-      cap[i][j] = static_cast<std::uint32_t>(std::floor(2.0 * bw[i][j] / unit + 1e-9));
-  return pack_rings(cap, 64);
+      cap[i][j] = unit > 0.0 ? static_cast<std::uint32_t>(std::floor(2.0 * bw[i][j] / unit + 1e-9)) : 0;
+  return cap;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::uint32_t>> nvlink_mesh_rings(const Topology& topology,
+                                                          const std::vector<DeviceId>& ranks) {
+  if (ranks.size() < 3 || !direct_nvlink_mesh(topology, ranks)) return {};
+  return pack_rings(half_units(topology, ranks), 64);
+}
+
+double nvlink_ring_share(const Topology& topology, const std::vector<DeviceId>& gpus) {
+  const std::vector<Ring> rings = nvlink_mesh_rings(topology, gpus);
+  if (rings.empty()) return 0.0;
+  const Matrix cap = half_units(topology, gpus);
+  double total = 0.0;
+  for (const auto& row : cap)
+    for (std::uint32_t c : row) total += c;
+  const double used = static_cast<double>(rings.size() * gpus.size());  // one unit per hop
+  return total > 0.0 ? std::min(1.0, used / total) : 0.0;
 }
 
 namespace {

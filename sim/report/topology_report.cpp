@@ -91,6 +91,17 @@ std::string format_summary(const TopologySummary& s) {
   }
   if (s.links.empty()) line(out, "links", "none");
 
+  if (s.mesh_gpus > 0) {
+    const std::string peers = s.mesh_peers_min == s.mesh_peers_max
+                                  ? fmt::format("{}", s.mesh_peers_max)
+                                  : fmt::format("{}-{}", s.mesh_peers_min, s.mesh_peers_max);
+    line(out, "NVLink mesh",
+         fmt::format("{} of {} peers per GPU, no NVSwitch; {}", peers, s.mesh_gpus - 1,
+                     s.mesh_ring_share > 0.0
+                         ? fmt::format("rings along NVLink use {:.0f} % of the NVLinks",
+                                       100.0 * s.mesh_ring_share)
+                         : std::string("no ring stays on NVLink (rings cross PCIe)")));
+  }
   line(out, "GPU port bandwidth", fmt::format("{} per GPU, per direction",
                                               format_rate(s.gpu_port_bandwidth)));
   line(out, "GPU network bandwidth",

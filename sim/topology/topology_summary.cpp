@@ -11,6 +11,7 @@
 
 #include <map>
 
+#include "gradsync/collective/nvlink_rings.hpp"
 #include "gradsync/fabric/fabric_model.hpp"
 
 #include <algorithm>
@@ -380,6 +381,24 @@ TopologySummary summarize(const Topology& topology) {
     for (const RailNic& r : rails) ++users[r.nic];
   }
   for (const auto& [nic, n] : users) summary.gpus_per_nic_max = std::max(summary.gpus_per_nic_max, n);
+  // A server of directly NVLinked GPUs (the first): its peers and how much of it rings use.
+  if (!topology.gpus().empty()) {
+    std::vector<DeviceId> server;
+    for (DeviceId g : topology.gpus())
+      if (topology.device(g).node == topology.device(topology.gpus().front()).node) server.push_back(g);
+    if (direct_nvlink_mesh(topology, server)) {
+      const auto m = direct_nvlink_matrix(topology, server, [](const Link&) { return 1.0; });
+      summary.mesh_gpus = server.size();
+      summary.mesh_peers_min = server.size();
+      for (const auto& row : m) {
+        const auto peers = static_cast<std::size_t>(std::count_if(row.begin(), row.end(),
+                                                                  [](double v) { return v > 0.0; }));
+        summary.mesh_peers_min = std::min(summary.mesh_peers_min, peers);
+        summary.mesh_peers_max = std::max(summary.mesh_peers_max, peers);
+      }
+      summary.mesh_ring_share = server.size() == 2 ? 1.0 : nvlink_ring_share(topology, server);
+    }
+  }
   for (const Device& d : topology.devices()) summary.sharp_switches += d.sharp ? 1 : 0;
   return summary;
 }

@@ -72,6 +72,11 @@ namespace gradsync {
     const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
     const std::vector<std::vector<std::uint32_t>>& rings, std::uint32_t channels);
 
+// The share of these GPUs' NVLink capacity (one server, a direct mesh) that their rings
+// (nvlink_mesh_rings()) use, in [0, 1]: 1 when the mesh decomposes into NVLink rings (DGX-1, full
+// meshes of 3 to 7 GPUs), 0 when no ring stays on NVLink or the GPUs are no direct mesh.
+[[nodiscard]] double nvlink_ring_share(const Topology& topology, const std::vector<DeviceId>& gpus);
+
 // These ranks (node-major, ranks_per_node per server, or all on one server) with each
 // server's GPUs renumbered along its first NVLink ring when the server is a direct NVLink
 // mesh (nvlink_mesh_rings()), unchanged otherwise. NCCL builds its trees' chains inside a

@@ -40,6 +40,13 @@ struct TopologySummary {
   std::size_t rail_nics_max = 0;
   std::size_t gpus_per_nic_max = 0;
   std::size_t sharp_switches = 0;  // network switches that reduce in the network (SHARP)
+  // The first server's GPUs when NVLinked directly (no NVSwitch, nvlink_rings.hpp): the fewest
+  // and most peers a GPU has an NVLink to, of mesh_gpus - 1; the share of the NVLinks that
+  // rings along NVLink use (0: none stays on NVLink). mesh_gpus = 0 for other servers.
+  std::size_t mesh_gpus = 0;
+  std::size_t mesh_peers_min = 0;
+  std::size_t mesh_peers_max = 0;
+  double mesh_ring_share = 0.0;
 };
 
 [[nodiscard]] TopologySummary summarize(const Topology& topology);

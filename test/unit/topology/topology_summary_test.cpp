@@ -386,6 +386,35 @@ TEST_CASE("format_summary gives a memory link's DRAM peak: twice its line rate e
   CHECK(text.find(format_rate(128_GBps) + " total line rate\n") != std::string::npos);  // pcie
 }
 
+TEST_CASE("summary of NVLink meshes: peers per GPU and the share rings along NVLink use") {
+  // Four GPUs in a square (0-1-2-3-0) of NVLinks, the diagonals on PCIe through a CPU: one
+  // ring each way uses every NVLink. Without 3-0 no ring stays on NVLink.
+  const auto square = [](bool closed) {
+    Topology t(closed ? "square" : "path");
+    const DeviceId cpu = add(t, "cpu0", DeviceKind::Cpu, 0);
+    std::vector<DeviceId> g;
+    for (int i = 0; i < 4; ++i) {
+      g.push_back(add(t, "gpu" + std::to_string(i), DeviceKind::Gpu, 0));
+      connect(t, g.back(), cpu, Fabric::Pcie, 32_GBps);
+    }
+    for (int i = 0; i < (closed ? 4 : 3); ++i) connect(t, g[i], g[(i + 1) % 4], Fabric::NvLink, 50_GBps);
+    return t;
+  };
+  const TopologySummary s = summarize(square(true));
+  CHECK(s.mesh_gpus == 4);
+  CHECK(s.mesh_peers_min == 2);
+  CHECK(s.mesh_peers_max == 2);
+  CHECK(s.mesh_ring_share == doctest::Approx(1.0));
+  CHECK(format_summary(s).find("NVLink mesh             2 of 3 peers per GPU, no NVSwitch; rings "
+                               "along NVLink use 100 % of the NVLinks") != std::string::npos);
+  const TopologySummary open = summarize(square(false));
+  CHECK(open.mesh_peers_min == 1);
+  CHECK(open.mesh_ring_share == 0.0);
+  CHECK(format_summary(open).find("1-2 of 3 peers per GPU, no NVSwitch; no ring stays on NVLink")
+        != std::string::npos);
+  CHECK(summarize(leaf_spine_2to1()).mesh_gpus == 0);
+}
+
 TEST_CASE("dot output: every device, one cluster per server, every link labelled") {
   const Topology t = leaf_spine_2to1();
   const std::string dot = to_dot(t);
