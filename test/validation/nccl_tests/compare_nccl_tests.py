@@ -163,6 +163,12 @@ SYSTEMS = [
     dict(prefix="GH-nccl209-GCP32GbE-4n8g", topology="gcp-v100-8gpu-2node-32gbps.yaml",
          peak_bytes=GiB, overrides={"nodes": 4},
          known="host-limited TCP sockets (8 GPUs behind one socket NIC, NCCL 2.4.7's NSOCKS/NTHREADS)"),
+    # Held out: CoreWeave's 2-server base jobs (coreweave/nccl-tests#92, one busbw at 8 GiB
+    # each, NCCL's default algorithm, 8 x 400G InfiniBand per server assumed in the row): the
+    # shipped DGX H100 and DGX B200 servers, nothing set from these rows.
+    dict(prefix="GH-cwnccltests92-h100-2x8-", topology="dgx-h100-4node-ib.yaml",
+         overrides={"nodes": 2}, heldout=True),
+    dict(prefix="GH-cwnccltests92-b200-2x8-", topology="dgx-b200-2node-ib.yaml", heldout=True),
     # Held out: 8 x RTX 5090 without P2P (NVIDIA/nccl#1639): the DRAM through which NCCL's SHM
     # transport stages every byte bounds the ring (the memory efficiency comes from STREAM, not
     # from these rows). Peaks of 1-8 GiB sweeps, simulated at 8 GiB.
