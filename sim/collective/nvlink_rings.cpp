@@ -1,4 +1,4 @@
-// Rings over a partial NVLink mesh (nvlink_rings.hpp): the directed Hamiltonian cycles along
+// Rings over a direct NVLink mesh (nvlink_rings.hpp): the directed Hamiltonian cycles along
 // NVLink pairs, then the largest multiset of them the pairs' capacities hold. Both searches
 // are depth-first with a step budget, as NCCL's own graph search is time-bounded
 // (src/graph/search.cc, NCCL_SEARCH_GLOBAL_TIMEOUT).

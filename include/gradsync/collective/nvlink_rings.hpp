@@ -1,8 +1,9 @@
-// Rings over a partial NVLink mesh (sim/collective/nvlink_rings.cpp, model library: no
-// SimGrid). A server whose GPUs are NVLinked to some peers only — DGX-1's hybrid cube-mesh
-// (each V100 has 6 NVLink2 links to 4 of its 7 peers, one or two links per pair), PCIe cards
-// paired by NVLink bridges — has no ring in rank order that stays on NVLink: GPU 3 → GPU 4
-// of a DGX-1 crosses PCIe and the CPUs. NCCL's graph search (src/graph/search.cc, ring
+// Rings over a direct NVLink mesh (sim/collective/nvlink_rings.cpp, model library: no
+// SimGrid). A server whose GPUs are NVLinked to each other without an NVSwitch has no single
+// ring that uses its links: in rank order a ring takes one of each GPU's links (a full mesh
+// of 4 H100s: 1 of 3 peers), or crosses PCIe where the next rank has no NVLink — DGX-1's
+// hybrid cube-mesh (each V100 has 6 NVLink2 links to 4 of its 7 peers, one or two links per
+// pair) sends GPU 3 → GPU 4 over PCIe and the CPUs. NCCL's graph search (src/graph/search.cc, ring
 // pattern) instead looks for rings that follow NVLink hops only, each ring a channel that
 // takes `speed` of every NVLink it crosses, as many channels as the links carry; on DGX-1 it
 // finds the two Hamiltonian cycles 0 3 2 1 5 6 7 4 (all double links) and 0 1 3 7 5 4 6 2
