@@ -365,4 +365,31 @@ std::vector<DeviceId> nvlink_chain_order(const Topology& topology, std::vector<D
   return ranks;
 }
 
+std::vector<std::vector<std::vector<std::uint32_t>>> mesh_server_paths(
+    const Topology& topology, const std::vector<DeviceId>& ranks,
+    const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels) {
+  std::vector<std::vector<Ring>> out;
+  bool any = false;
+  std::size_t first = 0;
+  for (std::uint32_t size : node_sizes) {
+    if (first + size > ranks.size() || channels == 0) return {};
+    const std::vector<DeviceId> server(ranks.begin() + static_cast<std::ptrdiff_t>(first),
+                                       ranks.begin() + static_cast<std::ptrdiff_t>(first + size));
+    first += size;
+    const std::vector<Ring> rings = nvlink_mesh_rings(topology, server);
+    if (rings.empty()) {
+      Ring identity(size);
+      std::iota(identity.begin(), identity.end(), 0U);
+      out.push_back({identity});
+      continue;
+    }
+    any = true;
+    std::vector<DeviceId> nics;
+    const std::vector<std::size_t> near = nearest_nics(topology, server, nics);
+    out.push_back(rail_paths(rings, near, nics.size(), channels));
+  }
+  if (!any || first != ranks.size()) return {};
+  return out;
+}
+
 }  // namespace gradsync

@@ -96,6 +96,8 @@ Plan plan_request(const CollectiveRequest& r) {
         for (std::uint32_t c = 0; c < ring.channels; ++c) ring.orders.push_back(r.mesh_rings[c % rings]);
       } else if (!r.mesh_paths.empty() && r.ranks % r.mesh_paths.front().size() == 0) {
         ring.orders = rail_ring_orders(r.ranks, r.mesh_paths, r.channels);
+      } else if (uneven && r.mesh_server_paths.size() == r.node_sizes.size()) {
+        ring.orders = rail_ring_orders(r.node_sizes, r.mesh_server_paths, r.channels);
       } else if (r.channels > 1 && r.ranks_per_node > 1 && r.ranks > r.ranks_per_node &&
           r.ranks % r.ranks_per_node == 0)
         ring.orders = rail_ring_orders(r.ranks, r.ranks_per_node, r.channels);

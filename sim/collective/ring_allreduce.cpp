@@ -224,8 +224,8 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(std::uint32_t ranks,
 
 namespace {
 
-// Channel c walks server k along path(c, size of k): forward on even servers, backward on odd
-// ones, so every crossing between servers of one size stays on one rail.
+// Channel c walks server k along path_of(c, k, size of k): forward on even servers, backward
+// on odd ones, so every crossing between servers of one size stays on one rail.
 template <typename PathOf>
 std::vector<std::vector<std::uint32_t>> walk_servers(const std::vector<std::uint32_t>& node_sizes,
                                                      std::uint32_t channels, PathOf path_of) {
@@ -237,7 +237,7 @@ std::vector<std::vector<std::uint32_t>> walk_servers(const std::vector<std::uint
     std::uint32_t first = 0;  // the server's first rank
     for (std::size_t k = 0; k < node_sizes.size(); ++k) {
       const std::uint32_t ppn = node_sizes[k];
-      const std::vector<std::uint32_t> path = path_of(c, ppn);
+      const std::vector<std::uint32_t> path = path_of(c, k, ppn);
       for (std::uint32_t j = 0; j < ppn; ++j)
         orders[c].push_back(first + (k % 2 == 0 ? path[j] : path[ppn - 1 - j]));
       first += ppn;
@@ -254,7 +254,7 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(
   detail::require(!node_sizes.empty() && std::all_of(node_sizes.begin(), node_sizes.end(),
                                                      [](std::uint32_t p) { return p >= 1; }),
                   "rail_ring_orders", "every server needs at least one rank");
-  return walk_servers(node_sizes, channels, [&](std::uint32_t c, std::uint32_t ppn) {
+  return walk_servers(node_sizes, channels, [&](std::uint32_t c, std::size_t, std::uint32_t ppn) {
     // Local path x, x+2, x+3, …, x+ppn-1, x+1: starts on rail x, ends on rail y = x+1.
     const auto x = static_cast<std::uint32_t>(std::uint64_t{c} * ppn / channels);
     std::vector<std::uint32_t> path{x};
@@ -282,7 +282,34 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(
   detail::require(ppn >= 1 && ranks % ppn == 0, "rail_ring_orders",
                   "ranks must be a multiple of the local path's length");
   return walk_servers(std::vector<std::uint32_t>(ranks / ppn, ppn), channels,
-                      [&](std::uint32_t c, std::uint32_t) { return local_paths[c % local_paths.size()]; });
+                      [&](std::uint32_t c, std::size_t, std::uint32_t) {
+                        return local_paths[c % local_paths.size()];
+                      });
+}
+
+std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    const std::vector<std::uint32_t>& node_sizes,
+    const std::vector<std::vector<std::vector<std::uint32_t>>>& server_paths,
+    std::uint32_t channels) {
+  detail::require(channels >= 1, "rail_ring_orders", "needs at least one channel");
+  detail::require(server_paths.size() == node_sizes.size(), "rail_ring_orders",
+                  "one list of local paths per server");
+  for (std::size_t k = 0; k < node_sizes.size(); ++k) {
+    detail::require(node_sizes[k] >= 1 && !server_paths[k].empty(), "rail_ring_orders",
+                    "every server needs a rank and a local path");
+    for (const auto& path : server_paths[k]) {
+      std::vector<bool> seen(node_sizes[k], false);
+      detail::require(path.size() == node_sizes[k], "rail_ring_orders", "a local path per server size");
+      for (std::uint32_t r : path) {
+        detail::require(r < node_sizes[k] && !seen[r], "rail_ring_orders",
+                        "a local path must list every local rank once");
+        seen[r] = true;
+      }
+    }
+  }
+  return walk_servers(node_sizes, channels, [&](std::uint32_t c, std::size_t k, std::uint32_t) {
+    return server_paths[k][c % server_paths[k].size()];
+  });
 }
 
 }  // namespace gradsync

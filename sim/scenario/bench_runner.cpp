@@ -98,6 +98,8 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   base.channels = request.channels > 0 ? request.channels : default_ring_channels(topo, ranks, ppn);
   base.mesh_rings = server_mesh_rings(topo, ranks, ppn);
   base.mesh_paths = mesh_rail_paths(topo, ranks, ppn, base.mesh_rings, base.channels);
+  if (base.mesh_rings.empty() && base.node_sizes.size() > 1)
+    base.mesh_server_paths = mesh_server_paths(topo, ranks, base.node_sizes, base.channels);
   base.pipeline = request.pipeline;
   base.root = request.root;
   base.ps.servers = ps_hosts.empty() ? request.ps_servers

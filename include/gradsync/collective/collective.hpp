@@ -257,6 +257,12 @@ struct RingOptions {
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
     std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& local_paths,
     std::uint32_t channels);
+// Over servers of different sizes, each with its own local paths (server_paths[k][c mod
+// paths] for server k and channel c, local ranks of that server).
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
+    const std::vector<std::uint32_t>& node_sizes,
+    const std::vector<std::vector<std::vector<std::uint32_t>>>& server_paths,
+    std::uint32_t channels);
 // Reduce-scatter then all-gather: 2(n-1) steps of S/n per rank (per channel S/(n·channels)).
 // Time: 2(n-1)·α + 2(n-1)/n · S/B.
 [[nodiscard]] Plan plan_ring_allreduce(std::uint32_t ranks, Bytes bytes,
@@ -492,6 +498,9 @@ struct CollectiveRequest {
   // orders. Empty: rank order (NVSwitch or PCIe servers).
   std::vector<std::vector<std::uint32_t>> mesh_rings;
   std::vector<std::vector<std::uint32_t>> mesh_paths;
+  // Servers filled unevenly (node_sizes), some of them NVLink meshes: each server's local
+  // paths per channel (mesh_server_paths() in nvlink_rings.hpp); empty: the rank order.
+  std::vector<std::vector<std::vector<std::uint32_t>>> mesh_server_paths;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring
   std::uint32_t pipeline = 0;        // 0 = automatic (tree: one chunk per MiB, 1..64)

@@ -73,6 +73,14 @@ namespace gradsync {
     const Topology& topology, const std::vector<DeviceId>& ranks, std::uint32_t ranks_per_node,
     const std::vector<std::vector<std::uint32_t>>& rings, std::uint32_t channels);
 
+// Servers filled unevenly (node_sizes[k] consecutive ranks on server k, e.g. 8 + 4): each
+// server's local path per channel as mesh_rail_paths() cuts it from that server's own rings,
+// the rank order on a server without rings (one or two GPUs, NVSwitch, PCIe). Empty when no
+// server has rings.
+[[nodiscard]] std::vector<std::vector<std::vector<std::uint32_t>>> mesh_server_paths(
+    const Topology& topology, const std::vector<DeviceId>& ranks,
+    const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels);
+
 // The share of these GPUs' NVLink capacity (one server, a direct mesh) that their rings
 // (nvlink_mesh_rings()) use, in [0, 1]: 1 when the mesh decomposes into NVLink rings (DGX-1, full
 // meshes of 3 to 7 GPUs), 0 when no ring stays on NVLink or the GPUs are no direct mesh.

@@ -1011,6 +1011,22 @@ TEST_CASE("ring plans with per-channel orders are correct and move the same byte
   CHECK_THROWS_AS((void)plan_ring_allreduce(4, 1_MiB, wrong_count), std::invalid_argument);
 }
 
+TEST_CASE("rail ring orders over servers with their own local paths (4 + 2 ranks)") {
+  // Server 0 walks 0 3 2 1 (channel 0) or 2 0 1 3 (channel 1), server 1 its rank order: each
+  // channel's ring lists server 0's path forward, then server 1's backward (odd server).
+  const std::vector<std::vector<std::vector<std::uint32_t>>> paths{{{0, 3, 2, 1}, {2, 0, 1, 3}},
+                                                                   {{0, 1}}};
+  const auto orders = rail_ring_orders(std::vector<std::uint32_t>{4, 2}, paths, 3);
+  REQUIRE(orders.size() == 3);
+  CHECK(orders[0] == std::vector<std::uint32_t>{0, 3, 2, 1, 5, 4});
+  CHECK(orders[1] == std::vector<std::uint32_t>{2, 0, 1, 3, 5, 4});
+  CHECK(orders[2] == orders[0]);  // paths are taken cyclically
+  CHECK_THROWS_AS((void)rail_ring_orders(std::vector<std::uint32_t>{4, 2}, {{{0, 1, 2, 3}}}, 2),
+                  std::invalid_argument);  // a server without paths
+  CHECK_THROWS_AS((void)rail_ring_orders(std::vector<std::uint32_t>{4, 2}, {{{0, 1, 1, 3}}, {{0, 1}}}, 2),
+                  std::invalid_argument);
+}
+
 TEST_CASE("rail ring orders over servers filled unevenly (8 + 4 ranks)") {
   const std::vector<std::uint32_t> sizes{8, 4};
   const auto orders = rail_ring_orders(sizes, 8);
