@@ -267,6 +267,13 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
   v.ll128 = v.intra == LinkClass::NvLink;
   const std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
+  // NCCL's view when these GPUs' paths to each other are PCI although they have NVLinks.
+  const auto over_pci = [&] {
+    v.intra = LinkClass::Pci;
+    v.ll128 = false;
+    g.nvlink = false;
+    g.total = g.max_path = g.pci;
+  };
   bool mesh_rings = false;  // one server's GPUs NVLinked directly, rings found on NVLink
   if (v.nodes == 1 && direct_nvlink_mesh(topology, rank_devices)) {
     // GPUs NVLinked directly (DGX-1's cube-mesh, bridged pairs, full meshes): the search's
@@ -289,13 +296,20 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
       mesh_rings = true;
       v.ring = search(v.gpu, false, row, widest, rings_at, true);
     } else {  // no ring stays on NVLink: NCCL's rings cross PCI (the rank order)
-      v.intra = LinkClass::Pci;
-      v.ll128 = false;
-      g.nvlink = false;
-      g.total = g.max_path = g.pci;
+      over_pci();
       v.ring = nccl_search_graph(v.gpu, false, g.total, g.max_path, kGraphMaxChannels);
     }
   } else if (v.nodes == 1) {
+    // NVLinked GPUs of which no two of these ranks share an NVLink (no NVSwitch either: GPUs
+    // 0 and 5 of a DGX-1) talk over PCI, as NCCL's paths say (PATH_SYS).
+    if (g.nvlink && v.ranks > 1) {
+      bool nvswitch = false;
+      for (LinkId id : topology.links_of(rank_devices.front()))
+        nvswitch = nvswitch || (topology.link(id).fabric == Fabric::NvLink &&
+                                topology.device(topology.link(id).other(rank_devices.front())).kind ==
+                                    DeviceKind::NvSwitch);
+      if (!nvswitch) over_pci();
+    }
     v.ring = nccl_search_graph(v.gpu, false, g.total, g.max_path, kGraphMaxChannels);
   } else {
     // Across nodes each channel leaves through a NIC: at speed s a NIC carries floor(bw / s)

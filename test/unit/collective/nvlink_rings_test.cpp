@@ -196,4 +196,10 @@ TEST_CASE("NCCL's ring graph on the cube-mesh: 6 channels at one link's 20 GB/s,
   // GPUs 0-4: no ring stays on NVLink; NCCL's rings cross PCI.
   const NcclTopologyView five = nccl_topology_view(t, first_gpus(t, 5), 5, std::nullopt);
   CHECK(five.intra == LinkClass::Pci);
+  // GPUs 0 and 5 share no NVLink: PCI too (and no LL128, which needs NVLink).
+  const NcclTopologyView apart =
+      nccl_topology_view(t, {t.gpus()[0], t.gpus()[5]}, 2, std::nullopt);
+  CHECK(apart.intra == LinkClass::Pci);
+  CHECK_FALSE(apart.ll128);
+  CHECK(pair.intra == LinkClass::NvLink);
 }
