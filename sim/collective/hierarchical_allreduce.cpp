@@ -37,14 +37,8 @@ Plan plan_hierarchical_allreduce(std::uint32_t ranks, Bytes bytes,
   }
   detail::require(orders.size() * ppn <= 256, kPlanner,
                   "at most 256 channels (local orders x ranks per node)");
-  for (const auto& order : orders) {
-    std::vector<bool> seen(ppn, false);
-    detail::require(order.size() == ppn, kPlanner, "a local order must list every local rank once");
-    for (std::uint32_t l : order) {
-      detail::require(l < ppn && !seen[l], kPlanner, "a local order must list every local rank once");
-      seen[l] = true;
-    }
-  }
+  for (const auto& order : orders)
+    detail::require_permutation(order, ppn, kPlanner, "a local order must list every local rank once");
   const auto rings = static_cast<std::uint32_t>(orders.size());
   const std::uint32_t nodes = ranks / ppn;
   const std::uint64_t total = std::uint64_t{rings} * ranks * pipeline *

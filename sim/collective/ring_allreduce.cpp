@@ -111,14 +111,8 @@ std::vector<std::vector<std::uint32_t>> channel_rings(const char* planner, std::
   detail::require(options.orders.size() == options.channels, planner,
                   fmt::format("{} ring orders for {} channels", options.orders.size(),
                               options.channels));
-  for (const auto& order : options.orders) {
-    std::vector<bool> seen(ranks, false);
-    detail::require(order.size() == ranks, planner, "a ring order must list every rank once");
-    for (std::uint32_t r : order) {
-      detail::require(r < ranks && !seen[r], planner, "a ring order must list every rank once");
-      seen[r] = true;
-    }
-  }
+  for (const auto& order : options.orders)
+    detail::require_permutation(order, ranks, planner, "a ring order must list every rank once");
   return options.orders;
 }
 
@@ -267,24 +261,14 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(
 std::vector<std::vector<std::uint32_t>> rail_ring_orders(
     std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& local_paths,
     std::uint32_t channels) {
-  detail::require(channels >= 1 && !local_paths.empty(), "rail_ring_orders",
-                  "needs a channel and a local path");
+  detail::require(!local_paths.empty(), "rail_ring_orders", "needs a local path");
   const auto ppn = static_cast<std::uint32_t>(local_paths.front().size());
-  for (const auto& path : local_paths) {
-    std::vector<bool> seen(ppn, false);
-    detail::require(path.size() == ppn, "rail_ring_orders", "local paths of one size");
-    for (std::uint32_t r : path) {
-      detail::require(r < ppn && !seen[r], "rail_ring_orders",
-                      "a local path must list every local rank once");
-      seen[r] = true;
-    }
-  }
   detail::require(ppn >= 1 && ranks % ppn == 0, "rail_ring_orders",
                   "ranks must be a multiple of the local path's length");
-  return walk_servers(std::vector<std::uint32_t>(ranks / ppn, ppn), channels,
-                      [&](std::uint32_t c, std::size_t, std::uint32_t) {
-                        return local_paths[c % local_paths.size()];
-                      });
+  const std::uint32_t servers = ranks / ppn;
+  return rail_ring_orders(std::vector<std::uint32_t>(servers, ppn),
+                          std::vector<std::vector<std::vector<std::uint32_t>>>(servers, local_paths),
+                          channels);
 }
 
 std::vector<std::vector<std::uint32_t>> rail_ring_orders(
@@ -297,15 +281,9 @@ std::vector<std::vector<std::uint32_t>> rail_ring_orders(
   for (std::size_t k = 0; k < node_sizes.size(); ++k) {
     detail::require(node_sizes[k] >= 1 && !server_paths[k].empty(), "rail_ring_orders",
                     "every server needs a rank and a local path");
-    for (const auto& path : server_paths[k]) {
-      std::vector<bool> seen(node_sizes[k], false);
-      detail::require(path.size() == node_sizes[k], "rail_ring_orders", "a local path per server size");
-      for (std::uint32_t r : path) {
-        detail::require(r < node_sizes[k] && !seen[r], "rail_ring_orders",
-                        "a local path must list every local rank once");
-        seen[r] = true;
-      }
-    }
+    for (const auto& path : server_paths[k])
+      detail::require_permutation(path, node_sizes[k], "rail_ring_orders",
+                                  "a local path must list every local rank once");
   }
   return walk_servers(node_sizes, channels, [&](std::uint32_t c, std::size_t k, std::uint32_t) {
     return server_paths[k][c % server_paths[k].size()];

@@ -21,6 +21,18 @@ inline void require(bool ok, const char* planner, const std::string& what) {
   if (!ok) throw std::invalid_argument(std::string(planner) + ": " + what);
 }
 
+// Throws std::invalid_argument("<planner>: <message>") unless `order` lists each of 0 … n-1
+// once (ring orders, local orders, local paths).
+inline void require_permutation(const std::vector<std::uint32_t>& order, std::uint32_t n,
+                                const char* planner, const char* message) {
+  require(order.size() == n, planner, message);
+  std::vector<bool> seen(n, false);
+  for (std::uint32_t r : order) {
+    require(r < n && !seen[r], planner, message);
+    seen[r] = true;
+  }
+}
+
 // The most transfers one plan may hold: 300M (8.4 GB of 28-byte transfers, a third of a
 // 24 GB machine). A 16,384-rank ring on 8 channels would need 4.3G (120 GB): such a request is
 // refused with its size rather than failing to allocate.

@@ -97,14 +97,8 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   const std::uint32_t pairs = tree_count / 2;
   std::vector<RankTree> trees;
   trees.reserve(tree_count);
-  for (const auto& order : options.local_orders) {
-    std::vector<bool> seen(ppn, false);
-    detail::require(order.size() == ppn, kPlanner, "a local order must list every local rank once");
-    for (std::uint32_t l : order) {
-      detail::require(l < ppn && !seen[l], kPlanner, "a local order must list every local rank once");
-      seen[l] = true;
-    }
-  }
+  for (const auto& order : options.local_orders)
+    detail::require_permutation(order, ppn, kPlanner, "a local order must list every local rank once");
   for (std::uint32_t p = 0; p < pairs; ++p) {
     // With local orders, pair p chains along order p (cyclically), its head the order's first.
     const bool ordered = !options.local_orders.empty();

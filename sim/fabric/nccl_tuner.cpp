@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "gradsync/units/config_error.hpp"
-#include "gradsync/collective/nvlink_rings.hpp"
+#include "gradsync/topology/nvlink_rings.hpp"
 #include "gradsync/collective/rank_placement.hpp"
 #include "gradsync/fabric/fabric_defaults.hpp"
 

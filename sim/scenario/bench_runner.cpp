@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "gradsync/units/config_error.hpp"
-#include "gradsync/collective/nvlink_rings.hpp"
+#include "gradsync/collective/mesh_ring_orders.hpp"
 #include "gradsync/fabric/nccl_tuner.hpp"
 
 namespace gradsync {

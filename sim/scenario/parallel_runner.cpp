@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "gradsync/units/config_error.hpp"
-#include "gradsync/collective/nvlink_rings.hpp"
+#include "gradsync/collective/mesh_ring_orders.hpp"
 #include "gradsync/fabric/nccl_tuner.hpp"
 #include "nearby_size.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <map>
 
-#include "gradsync/collective/nvlink_rings.hpp"
+#include "gradsync/topology/nvlink_rings.hpp"
 #include "gradsync/fabric/fabric_model.hpp"
 
 #include <algorithm>

@@ -201,6 +201,20 @@ TEST_CASE("bench runner: CollNet without SHARP switches is refused, saying why")
 
 namespace {
 
+// The busbw of one 1 GiB AllReduce row of `algorithm` over the first `gpus` GPUs (0: all) of
+// the topology in `text`.
+double one_gib_busbw(const std::string& text, const char* file, Algorithm algorithm,
+                     std::uint32_t gpus = 0) {
+  BenchRequest request;
+  request.algorithm = algorithm;
+  request.gpus = gpus;
+  request.sizes = {1024.0 * 1048576.0};
+  request.simgrid_args = simgrid_args();
+  const BenchResult result = run_bench(load_topology_text(text, file).topology, request);
+  REQUIRE(result.rows.size() == 1);
+  return result.rows[0].busbw;
+}
+
 // 8 GPUs on two sockets' root complexes, 64 GB/s PCIe each, DRAM 200 GB/s per socket, every
 // efficiency 1. With P2P a 1 GiB ring runs at the PCIe rate; without it each socket's DRAM
 // takes a write and a read per byte of its 4 GPUs: busbw = 200 / (2 x 4) = 25 GB/s.
@@ -212,13 +226,7 @@ double pcie_ring_busbw(bool p2p) {
       (p2p ? "true}\n" : "false}\n") +
       "  sockets: 2\n  socket_link: {bandwidth: 400GB/s, latency: 0ns, efficiency: 1}\n" +
       (p2p ? "" : "  host_memory: {bandwidth: 200GB/s, efficiency: 1}\n");
-  BenchRequest request;
-  request.algorithm = Algorithm::Ring;
-  request.sizes = {1024.0 * 1048576.0};
-  request.simgrid_args = simgrid_args();
-  const BenchResult result = run_bench(load_topology_text(text, "pcie-root.yaml").topology, request);
-  REQUIRE(result.rows.size() == 1);
-  return result.rows[0].busbw;
+  return one_gib_busbw(text, "pcie-root.yaml", Algorithm::Ring);
 }
 
 }  // namespace
@@ -262,14 +270,7 @@ node:
   socket_link: {bandwidth: 38.4GB/s, latency: 0ns, efficiency: 1}
   pcie: {bandwidth: 16GB/s, latency: 0ns, efficiency: 1}
 )";
-  BenchRequest request;
-  request.algorithm = algorithm;
-  request.gpus = gpus;
-  request.sizes = {1024.0 * 1048576.0};
-  request.simgrid_args = simgrid_args();
-  const BenchResult result = run_bench(load_topology_text(text, "cube-mesh.yaml").topology, request);
-  REQUIRE(result.rows.size() == 1);
-  return result.rows[0].busbw;
+  return one_gib_busbw(text, "cube-mesh.yaml", algorithm, gpus);
 }
 
 }  // namespace

@@ -253,7 +253,7 @@ struct RingOptions {
     const std::vector<std::uint32_t>& node_sizes, std::uint32_t channels);
 // The same with channel c walking every server along local_paths[c mod paths] (local ranks,
 // all of one size dividing `ranks`): servers whose GPUs are NVLinked to some peers only
-// (nvlink_rings.hpp) cross between servers where the path ends, not through PCIe inside.
+// (mesh_ring_orders.hpp) cross between servers where the path ends, not through PCIe inside.
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> rail_ring_orders(
     std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& local_paths,
     std::uint32_t channels);
@@ -307,7 +307,7 @@ struct TreeOptions {
   // The chains inside each node (local ranks): pair p walks local_orders[p mod orders]
   // cyclically, its head the order's first rank (with 2 trees, tree 1's head its last), one
   // way for one shape and the other way for the other. Empty: 0 … ppn-1 as above. On a
-  // direct NVLink mesh these are the server's rings cut at each channel's NIC (nvlink_rings.hpp),
+  // direct NVLink mesh these are the server's rings cut at each channel's NIC (mesh_ring_orders.hpp),
   // as NCCL chains each channel along its own ring.
   std::vector<std::vector<std::uint32_t>> local_orders;
 };
@@ -328,7 +328,7 @@ struct HierarchicalOptions {
   // The orders (local ranks) the intra-node rings walk, one sub-plan each on 1/orders of the
   // data, side by side; position j of order k plays local rank j (its part is reduced across
   // servers among the ranks at position j). Empty: one order, 0 … ppn-1. On a direct NVLink
-  // mesh these are the server's NVLink rings (nvlink_rings.hpp), as NCCL's intra-node
+  // mesh these are the server's NVLink rings (topology/nvlink_rings.hpp), as NCCL's intra-node
   // ReduceScatter and AllGather use every ring it finds.
   std::vector<std::vector<std::uint32_t>> local_orders;
 };
@@ -490,7 +490,7 @@ struct CollectiveRequest {
   // domain (plan_nvls_allreduce). collnetchain, collnetdirect: CollNetChainOptions::sharp_of_local
   // (collnetdirect's heads: min(8, ranks_per_node, channels) locals, h = p·ppn/heads).
   std::vector<std::uint32_t> sharp_of_local;
-  // Servers whose GPUs are NVLinked directly (nvlink_rings.hpp), in local ranks: the rings
+  // Servers whose GPUs are NVLinked directly (mesh_ring_orders.hpp), in local ranks: the rings
   // NCCL's search finds along one server's NVLink pairs (server_mesh_rings()), and across
   // servers one local path per channel (mesh_rail_paths()). Ring on one server: max(channels,
   // rings) channels, channel c on ring c mod rings; across servers each channel walks every
@@ -499,7 +499,7 @@ struct CollectiveRequest {
   std::vector<std::vector<std::uint32_t>> mesh_rings;
   std::vector<std::vector<std::uint32_t>> mesh_paths;
   // Servers filled unevenly (node_sizes), some of them NVLink meshes: each server's local
-  // paths per channel (mesh_server_paths() in nvlink_rings.hpp); empty: the rank order.
+  // paths per channel (mesh_server_paths() in mesh_ring_orders.hpp); empty: the rank order.
   std::vector<std::vector<std::vector<std::uint32_t>>> mesh_server_paths;
   Bytes bytes{0.0};
   std::uint32_t channels = 1;        // ring

@@ -20,6 +20,7 @@
 #include "gradsync/fabric/nccl_tuner.hpp"
 #include "gradsync/topology/topology.hpp"
 #include "gradsync/units/units.hpp"
+#include "../exact_link_group.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;
@@ -29,15 +30,6 @@ namespace {
 constexpr CollectiveOp kAR = CollectiveOp::AllReduce;
 constexpr double kMiB = 1024.0 * 1024.0;
 
-LinkGroupSpec group(Fabric fabric, BytesPerSecond bandwidth) {
-  LinkGroupSpec g;
-  g.fabric = fabric;
-  g.bandwidth = bandwidth;
-  g.latency = 1_us;
-  g.efficiency = 1.0;  // the tuner reads effective bandwidth: keep the arithmetic exact
-  g.origin = SourceMark{"cluster.yaml", 4, 3};
-  return g;
-}
 
 // `nodes` servers of `gpus` GPUs on one NVSwitch (`nvlink` per GPU per direction) with `nics`
 // NICs of `nic` each, on one InfiniBand switch.
@@ -47,11 +39,11 @@ Topology nvswitch_cluster(int nodes, int gpus, BytesPerSecond nvlink, int nics,
   spec.name = "tuner-test";
   spec.nodes = nodes;
   spec.node.gpus = gpus;
-  spec.node.intra = group(Fabric::NvLink, nvlink);
+  spec.node.intra = exact_link_group(Fabric::NvLink, nvlink);
   spec.node.intra_shape = IntraShape::Switch;
   spec.node.nics = nics;
   spec.node.nic_bandwidth = nic;
-  if (nics > 0) spec.node.pcie = group(Fabric::Pcie, 64_GBps);
+  if (nics > 0) spec.node.pcie = exact_link_group(Fabric::Pcie, 64_GBps);
   spec.node.origin = SourceMark{"cluster.yaml", 3, 1};
   if (nodes > 1) {
     NetworkSpec net;
@@ -341,11 +333,11 @@ Topology sharp_cluster(int nodes, NetworkShape shape, bool sharp, int hosts_per_
   spec.name = "sharp-test";
   spec.nodes = nodes;
   spec.node.gpus = 8;
-  spec.node.intra = group(Fabric::NvLink, 450_GBps);
+  spec.node.intra = exact_link_group(Fabric::NvLink, 450_GBps);
   spec.node.intra_shape = IntraShape::Switch;
   spec.node.nics = 8;
   spec.node.nic_bandwidth = 400_Gbps;
-  spec.node.pcie = group(Fabric::Pcie, 64_GBps);
+  spec.node.pcie = exact_link_group(Fabric::Pcie, 64_GBps);
   spec.node.origin = SourceMark{"cluster.yaml", 3, 1};
   NetworkSpec net;
   net.fabric = Fabric::InfiniBand;

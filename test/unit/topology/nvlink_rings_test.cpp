@@ -12,12 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "gradsync/collective/nvlink_rings.hpp"
+#include "gradsync/topology/nvlink_rings.hpp"
 #include "gradsync/fabric/nccl_model.hpp"
 #include "gradsync/fabric/nccl_tuner.hpp"
 #include "gradsync/topology/cluster_spec.hpp"
 #include "gradsync/topology/topology.hpp"
 #include "gradsync/units/units.hpp"
+#include "../exact_link_group.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;
@@ -47,15 +48,6 @@ std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> uses(const Ring
   return u;
 }
 
-LinkGroupSpec group(Fabric fabric, BytesPerSecond bandwidth) {
-  LinkGroupSpec g;
-  g.fabric = fabric;
-  g.bandwidth = bandwidth;
-  g.latency = 1_us;
-  g.efficiency = 1.0;
-  g.origin = SourceMark{"dgx1.yaml", 4, 3};
-  return g;
-}
 
 // One DGX-1: the cube-mesh at 150 GB/s per GPU (25 GB/s per link), 4 NICs on 4 PCIe switches
 // (two GPUs each), two sockets.
@@ -65,14 +57,14 @@ Topology dgx1() {
   spec.gpu = GpuGeneration::Volta;
   spec.nodes = 1;
   spec.node.gpus = 8;
-  spec.node.intra = group(Fabric::NvLink, 150_GBps);
+  spec.node.intra = exact_link_group(Fabric::NvLink, 150_GBps, "dgx1.yaml");
   spec.node.intra_shape = IntraShape::Mesh;
   spec.node.nvlinks = kCubeMesh;
   spec.node.sockets = 2;
-  spec.node.socket_link = group(Fabric::Socket, 38.4_GBps);
+  spec.node.socket_link = exact_link_group(Fabric::Socket, 38.4_GBps, "dgx1.yaml");
   spec.node.nics = 4;
   spec.node.nic_bandwidth = 12.5_GBps;
-  spec.node.pcie = group(Fabric::Pcie, 16_GBps);
+  spec.node.pcie = exact_link_group(Fabric::Pcie, 16_GBps, "dgx1.yaml");
   spec.node.origin = SourceMark{"dgx1.yaml", 3, 1};
   spec.origin = SourceMark{"dgx1.yaml", 1, 1};
   return expand_cluster(spec);
