@@ -9,6 +9,9 @@
 // Ranks: GPUs 0..G-1 node-major (G = N·ppn), then the N switches: rank G + a is server a's
 // NVSwitch. Chunk (c·ppn + l) is shard l of pipeline step c (S/(P·ppn) bytes); it uses tree
 // (c + l) mod 2 of the double binary tree, so both trees carry half of every NIC's shards.
+// Servers of different sizes (node_sizes, 8 + 4): the H GPUs of the smallest server are the
+// heads, local GPUs 0 … H-1 of every server, shards of S/(P·H): NCCL's NVLS graph keeps the
+// channels (heads) that every node's search found, the fewest (init.cc: the minimum over nodes).
 // For server a, shard (c, l):
 //   push(i):   GPU i → switch a, Reduce; after push(i) of the previous chunk (same port);
 //   deliver:   switch a → GPU l, Copy; after every push of the chunk in server a;
@@ -50,14 +53,31 @@ std::vector<std::uint32_t> bottom_up(const BinaryTree& tree) {
 
 Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOptions& options) {
   constexpr const char* kPlanner = "plan_nvls_tree_allreduce";
-  const std::uint32_t ppn = options.ranks_per_node;
   const std::uint32_t real_chunks = options.pipeline;
-  detail::require_servers(kPlanner, gpus, ppn, real_chunks, bytes.bytes());
+  // The servers' blocks of consecutive GPUs: ranks_per_node each, or node_sizes.
+  std::vector<std::uint32_t> sizes = options.node_sizes;
+  if (sizes.empty()) {
+    detail::require_servers(kPlanner, gpus, options.ranks_per_node, real_chunks, bytes.bytes());
+    sizes.assign(gpus / options.ranks_per_node, options.ranks_per_node);
+  } else {
+    std::uint64_t listed = 0;
+    for (const std::uint32_t m : sizes) {
+      detail::require(m >= 1 && m <= 256, kPlanner, "a server holds 1..256 GPUs");
+      listed += m;
+    }
+    detail::require(listed == gpus, kPlanner,
+                    fmt::format("node_sizes list {} GPUs, not {}", listed, gpus));
+    detail::require_servers(kPlanner, gpus, 1, real_chunks, bytes.bytes());
+  }
+  std::vector<std::uint32_t> first;
+  for (std::uint32_t a = 0, at = 0; a < sizes.size(); at += sizes[a++]) first.push_back(at);
+  const auto nodes = static_cast<std::uint32_t>(sizes.size());
+  // Heads (shards per step): one per GPU of the smallest server, local GPUs 0 … H-1 of each.
+  const std::uint32_t heads = *std::min_element(sizes.begin(), sizes.end());
   // Flows-only: step c uses tree (c + l) mod 2 for shard l, so two steps hold every connection.
   const std::uint32_t chunks = detail::built_steps(options.flows_only, real_chunks, 2);
-  const std::uint32_t nodes = gpus / ppn;
-  const std::uint64_t per_step = std::uint64_t{gpus} * (2 * std::uint64_t{ppn} + 1) +
-                                 2 * std::uint64_t{nodes - 1} * ppn;
+  const std::uint64_t per_step =
+      std::uint64_t{heads} * (2 * std::uint64_t{gpus} + nodes + 2 * std::uint64_t{nodes - 1});
   detail::require(per_step * real_chunks < kNoTransfer && std::uint64_t{gpus} + nodes < kNoRank,
                   kPlanner, "too large a plan");
 
@@ -68,14 +88,14 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
   plan.contributors = gpus;
   plan.total_bytes = bytes;
   plan.chunk_bytes = detail::fold_chunks(
-      split_bytes(bytes, real_chunks * ppn), real_chunks, chunks, ppn,
-      [ppn](std::uint32_t c, std::uint32_t l, std::uint32_t) { return c * ppn + l; });
+      split_bytes(bytes, real_chunks * heads), real_chunks, chunks, heads,
+      [heads](std::uint32_t c, std::uint32_t l, std::uint32_t) { return c * heads + l; });
   plan.channels = 2;
   detail::reserve_transfers(plan, per_step * chunks, kPlanner);
 
   const std::array<BinaryTree, 2> trees = build_double_binary_tree(nodes);
   const std::array<std::vector<std::uint32_t>, 2> order{bottom_up(trees[0]), bottom_up(trees[1])};
-  const auto gpu = [&](std::uint32_t node, std::uint32_t local) { return node * ppn + local; };
+  const auto gpu = [&](std::uint32_t node, std::uint32_t local) { return first[node] + local; };
   const auto nvswitch = [&](std::uint32_t node) { return gpus + node; };
 
   std::vector<TransferId> last_push(gpus, kNoTransfer);       // per GPU port
@@ -85,14 +105,14 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
   std::vector<TransferId> last_delivery(gpus, kNoTransfer);
   std::vector<TransferId> last_multicast(gpus, kNoTransfer);
   std::vector<TransferId> last_store(gpus, kNoTransfer);      // per GPU → switch (store)
-  // Per (tree, node, local): the last tree message up from / down to that GPU.
+  // Per (tree, GPU): the last tree message up from / down to that GPU.
   std::vector<TransferId> last_up(2 * std::size_t{gpus}, kNoTransfer);
   std::vector<TransferId> last_down(2 * std::size_t{gpus}, kNoTransfer);
-  std::vector<TransferId> pushes(ppn), delivered(nodes), up(nodes), full(nodes);
+  std::vector<TransferId> pushes, delivered(nodes), up(nodes), full(nodes);
 
   for (std::uint32_t c = 0; c < chunks; ++c) {
-    for (std::uint32_t l = 0; l < ppn; ++l) {
-      const std::uint32_t chunk = c * ppn + l;
+    for (std::uint32_t l = 0; l < heads; ++l) {
+      const std::uint32_t chunk = c * heads + l;
       const auto t = static_cast<std::uint8_t>((c + l) % 2);
       const BinaryTree& tree = trees[t];
       const auto children_up = [&](std::uint32_t a) {
@@ -112,10 +132,11 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
       };
       // In-switch reduction, then the server's sum to GPU l.
       for (std::uint32_t a = 0; a < nodes; ++a) {
-        for (std::uint32_t i = 0; i < ppn; ++i) {
+        pushes.clear();
+        for (std::uint32_t i = 0; i < sizes[a]; ++i) {
           const std::uint32_t g = gpu(a, i);
-          pushes[i] = last_push[g] = plan.add_streamed(g, nvswitch(a), chunk, TransferKind::Reduce,
-                                                       {}, last_push[g], t);
+          pushes.push_back(last_push[g] = plan.add_streamed(g, nvswitch(a), chunk,
+                                                            TransferKind::Reduce, {}, last_push[g], t));
         }
         const std::uint32_t g = gpu(a, l);
         // The last push first (dep0: the data dependency check_plan searches first).
@@ -159,7 +180,7 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
         const std::uint32_t g = gpu(a, l);
         const TransferId store = last_store[g] = plan.add_streamed(
             g, nvswitch(a), chunk, TransferKind::Copy, holds_sum(a), last_store[g], t);
-        for (std::uint32_t i = 0; i < ppn; ++i) {
+        for (std::uint32_t i = 0; i < sizes[a]; ++i) {
           if (i == l) continue;
           const std::uint32_t dst = gpu(a, i);
           last_multicast[dst] = plan.add_streamed(nvswitch(a), dst, chunk, TransferKind::Copy,
@@ -173,7 +194,7 @@ Plan plan_nvls_tree_allreduce(std::uint32_t gpus, Bytes bytes, const NvlsTreeOpt
   plan.steps = 4 + 2 * height;
   // One phase: pushes, tree and multicast stream; the fill is one pipeline step per stage.
   const Bytes step_bytes = Bytes(bytes.bytes() / real_chunks);
-  plan.end_phase(plan.steps, Bytes(step_bytes.bytes() * (plan.steps - 1) / ppn + step_bytes.bytes()));
+  plan.end_phase(plan.steps, Bytes(step_bytes.bytes() * (plan.steps - 1) / heads + step_bytes.bytes()));
   if (options.flows_only) make_flows_only(plan, per_step * real_chunks);
   return plan;
 }

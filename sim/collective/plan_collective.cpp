@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gradsync/collective/collective.hpp"
 #include "gradsync/fabric/nccl_model.hpp"
@@ -29,6 +30,14 @@ double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
 }
 
 namespace {
+
+// Server blocks that list every rank, some server holding several (8 + 4, or 8 + 8).
+bool server_blocks(const CollectiveRequest& r) {
+  std::uint64_t listed = 0;
+  for (std::uint32_t p : r.node_sizes) listed += p;
+  return r.node_sizes.size() > 1 && listed == r.ranks &&
+         std::any_of(r.node_sizes.begin(), r.node_sizes.end(), [](std::uint32_t p) { return p > 1; });
+}
 
 Plan plan_request(const CollectiveRequest& r) {
   const bool flows_only = r.form == PlanForm::Flows;
@@ -85,11 +94,7 @@ Plan plan_request(const CollectiveRequest& r) {
       RingOptions ring{r.channels, r.pipeline > 0 ? r.pipeline : 1, {}, flows_only};
       // Several channels over several nodes: spread the node crossings over the NICs (rails),
       // also over servers filled unevenly (8 + 4 ranks).
-      std::uint64_t listed = 0;
-      for (std::uint32_t p : r.node_sizes) listed += p;
-      const bool uneven = r.node_sizes.size() > 1 && listed == r.ranks &&
-                          std::any_of(r.node_sizes.begin(), r.node_sizes.end(),
-                                      [](std::uint32_t p) { return p > 1; });
+      const bool uneven = server_blocks(r);
       if (!r.mesh_rings.empty() && r.mesh_rings.front().size() == r.ranks) {
         const auto rings = static_cast<std::uint32_t>(r.mesh_rings.size());
         ring.channels = std::max(r.channels, rings);
@@ -123,34 +128,47 @@ Plan plan_request(const CollectiveRequest& r) {
     case Algorithm::Tree:
       if (r.op != CollectiveOp::AllReduce) return unsupported();
     {
+      TreeOptions tree{r.ranks_per_node, 1, 2, flows_only, {}};
+      // Servers filled unevenly (8 + 4): the trees span the servers, each chaining its own
+      // ranks (on NVLink meshes along its per-channel paths, cut at the channel's NIC).
+      // (ranks_per_node is 1 where the servers hold different numbers of ranks).
+      const bool uneven = r.ranks_per_node <= 1 && server_blocks(r);
+      if (uneven) {
+        tree.node_sizes = r.node_sizes;
+        if (r.mesh_server_paths.size() == r.node_sizes.size()) tree.server_orders = r.mesh_server_paths;
+      }
       // Across nodes, one pair of trees per channel (NIC); two trees otherwise.
-      const bool across = r.ranks_per_node > 1 && r.ranks > r.ranks_per_node;
-      const std::uint32_t trees = across ? std::clamp<std::uint32_t>(2 * r.channels, 2, 64) : 2;
+      const bool across = uneven || (r.ranks_per_node > 1 && r.ranks > r.ranks_per_node);
+      tree.trees = across ? std::clamp<std::uint32_t>(2 * r.channels, 2, 64) : 2;
+      tree.pipeline = auto_pipeline(r.bytes.bytes() / tree.trees);
       // On NVLink meshes the chains follow the server's rings: across servers pair p takes
       // ring p·R/pairs of the R rings (which repeat each ring in proportion to its links, so
       // the chains load the links evenly), turned to start at the GPU by channel p's NIC.
-      std::vector<std::vector<std::uint32_t>> chains;
-      const bool meshed = !r.mesh_rings.empty() && r.mesh_rings.front().size() == r.ranks_per_node;
+      const bool meshed = !uneven && !r.mesh_rings.empty() &&
+                          r.mesh_rings.front().size() == r.ranks_per_node;
       if (meshed && across && !r.mesh_paths.empty()) {
-        const std::uint32_t pairs = trees / 2;
+        const std::uint32_t pairs = tree.trees / 2;
         for (std::uint32_t p = 0; p < pairs; ++p) {
           const auto& ring = r.mesh_rings[std::uint64_t{p} * r.mesh_rings.size() / pairs];
           const std::uint32_t head = r.mesh_paths[p % r.mesh_paths.size()].front();
           const auto at = static_cast<std::size_t>(std::find(ring.begin(), ring.end(), head) - ring.begin());
           std::vector<std::uint32_t> chain;
           for (std::size_t k = 0; k < ring.size(); ++k) chain.push_back(ring[(at + k) % ring.size()]);
-          chains.push_back(std::move(chain));
+          tree.local_orders.push_back(std::move(chain));
         }
       } else if (meshed) {
-        chains = {r.mesh_rings.front()};
+        tree.local_orders = {r.mesh_rings.front()};
       }
-      return plan_tree_allreduce(
-          r.ranks, r.bytes,
-          TreeOptions{r.ranks_per_node, auto_pipeline(r.bytes.bytes() / trees), trees, flows_only,
-                      chains});
+      return plan_tree_allreduce(r.ranks, r.bytes, tree);
     }
     case Algorithm::Hierarchical:
       if (r.op != CollectiveOp::AllReduce) return unsupported();
+      // Its phase across servers all-reduces local rank j's part among the ranks at position j
+      // of every server: servers of different sizes have no such rails.
+      if (r.ranks_per_node <= 1 && server_blocks(r))
+        throw std::invalid_argument(fmt::format(
+            "hierarchical needs the same number of ranks on every server, and these hold {}",
+            fmt::join(r.node_sizes, " + ")));
       return plan_hierarchical_allreduce(
           r.ranks, r.bytes,
           HierarchicalOptions{r.ranks_per_node, r.pipeline > 0 ? r.pipeline : 1,
@@ -205,8 +223,9 @@ Plan plan_request(const CollectiveRequest& r) {
     case Algorithm::NvlsTree: {
       if (r.op != CollectiveOp::AllReduce) return unsupported();
       // `ranks` GPUs plus one NVSwitch rank per server; steps: in_switch_steps().
-      return plan_nvls_tree_allreduce(r.ranks, r.bytes,
-                                      NvlsTreeOptions{r.ranks_per_node, in_switch_steps(), flows_only});
+      NvlsTreeOptions nvls_tree{r.ranks_per_node, in_switch_steps(), flows_only, {}};
+      if (r.ranks_per_node <= 1 && server_blocks(r)) nvls_tree.node_sizes = r.node_sizes;
+      return plan_nvls_tree_allreduce(r.ranks, r.bytes, nvls_tree);
     }
   }
   return unsupported();

@@ -238,16 +238,23 @@ DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus
 std::vector<DeviceId> nvls_tree_devices(const Topology& topology,
                                         const std::vector<DeviceId>& gpus,
                                         std::uint32_t ranks_per_node) {
+  // The servers' blocks: ranks_per_node each, or (ranks_per_node 1) the consecutive runs on
+  // one server, which may differ (12 ranks as 8 + 4).
   const std::size_t ppn = ranks_per_node;
-  if (gpus.empty() || ppn == 0 || gpus.size() % ppn != 0 || gpus.size() == ppn)
+  std::vector<std::uint32_t> blocks;
+  if (ppn == 1) blocks = node_blocks(topology, gpus);
+  else if (ppn != 0 && gpus.size() % ppn == 0) blocks.assign(gpus.size() / ppn, ranks_per_node);
+  if (gpus.empty() || blocks.size() < 2)
     throw ConfigError(topology.origin(),
-                      "NVLSTree needs whole servers, two or more, ranks in server order (one "
-                      "server: use nvls)");
+                      "NVLSTree needs two servers or more, ranks in server order (one server: "
+                      "use nvls)");
   std::vector<DeviceId> devices = gpus;
   std::set<DeviceId> switches;
-  for (std::size_t first = 0; first < gpus.size(); first += ppn) {
+  std::size_t first = 0;
+  for (const std::uint32_t size : blocks) {
     const std::vector<DeviceId> block(gpus.begin() + static_cast<std::ptrdiff_t>(first),
-                                      gpus.begin() + static_cast<std::ptrdiff_t>(first + ppn));
+                                      gpus.begin() + static_cast<std::ptrdiff_t>(first + size));
+    first += size;
     const DeviceId sw = nvls_switch(topology, block);
     if (!switches.insert(sw).second)
       throw ConfigError(topology.origin(),
@@ -310,9 +317,13 @@ void add_sharp_switches(const Topology& topology, const std::vector<DeviceId>& g
 
 NvlsSharpDevices nvls_sharp_devices(const Topology& topology, const std::vector<DeviceId>& gpus,
                                     std::uint32_t ranks_per_node) {
-  // The NVSwitch per server: NVLSTree's conditions (whole servers, one NVLS domain each).
+  // The NVSwitch per server: NVLSTree's conditions (whole servers, one NVLS domain each),
+  // and the same number of ranks on each (shard l is reduced by the switch of GPU l's rail).
   NvlsSharpDevices out;
   out.devices = nvls_tree_devices(topology, gpus, ranks_per_node);
+  if (out.devices.size() - gpus.size() != gpus.size() / ranks_per_node)
+    throw ConfigError(topology.origin(),
+                      "NVLS across servers needs the same number of ranks on every server");
   add_sharp_switches(topology, gpus, ranks_per_node, "NVLS across servers", out);
   return out;
 }

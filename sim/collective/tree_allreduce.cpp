@@ -1,7 +1,8 @@
 // Double-binary-tree AllReduce, NCCL style (NVIDIA/nccl src/graph/trees.cc
 // for the trees, src/graph/connect.cc for hanging them on a chain inside each node).
 //
-// Ranks are node-major (rank = node·ppn + local). Each tree spans the nodes
+// Ranks are node-major (rank = node·ppn + local; or servers of different sizes, node_sizes,
+// each a consecutive block, as torchrun fills 12 ranks into 8 + 4). Each tree spans the nodes
 // (build_double_binary_tree); inside a node its ranks form a chain below the node's head:
 // tree 0's head is local 0 (chain 0 ← 1 ← … ← ppn-1), tree 1's head is local ppn-1 (chain
 // walked the other way), so the two trees' inter-node traffic leaves from different GPUs.
@@ -34,22 +35,32 @@ struct RankTree {
   std::uint32_t height = 0;                          // edges from root to the deepest rank
 };
 
-// The chain of each node starts at position `first` of the local order and walks up
-// (chain_down) or down it, wrapping around. `order`: local ranks (empty: 0 … ppn-1).
-RankTree hang_chains(const BinaryTree& nodes_tree, std::uint32_t ppn, bool chain_down,
-                     std::uint32_t first, const std::vector<std::uint32_t>& order) {
+// The servers' consecutive rank blocks: sizes[k] ranks from first[k].
+struct Servers {
+  std::vector<std::uint32_t> sizes;
+  std::vector<std::uint32_t> first;
+};
+
+// The chain of each node starts at a position of its local order (pair `p` of `pairs`:
+// p·size/pairs, or the order's first rank; `last_head`: the last) and walks up
+// (chain_down) or down it, wrapping around. `order_of(node)`: local ranks (empty: 0 … size-1).
+template <typename OrderOf>
+RankTree hang_chains(const BinaryTree& nodes_tree, const Servers& servers, bool chain_down,
+                     std::uint32_t p, std::uint32_t pairs, bool last_head, OrderOf order_of) {
   const auto nodes = static_cast<std::uint32_t>(nodes_tree.parent.size());
-  const std::uint32_t ranks = nodes * ppn;
+  const std::uint32_t ranks = servers.first.back() + servers.sizes.back();
   const auto rank_of = [&](std::uint32_t node, std::uint32_t chain_pos) {
-    const std::uint32_t at =
-        chain_down ? (first + chain_pos) % ppn : (first + ppn - chain_pos) % ppn;
-    return node * ppn + (order.empty() ? at : order[at]);
+    const std::uint32_t size = servers.sizes[node];
+    const std::vector<std::uint32_t>& order = order_of(node);
+    const std::uint32_t head = last_head ? size - 1 : !order.empty() ? 0 : p * size / pairs;
+    const std::uint32_t at = chain_down ? (head + chain_pos) % size : (head + size - chain_pos) % size;
+    return servers.first[node] + (order.empty() ? at : order[at]);
   };
   RankTree tree;
   tree.parent.assign(ranks, kNoRank);
   tree.children.assign(ranks, {});
   for (std::uint32_t node = 0; node < nodes; ++node) {
-    for (std::uint32_t pos = 1; pos < ppn; ++pos) {
+    for (std::uint32_t pos = 1; pos < servers.sizes[node]; ++pos) {
       tree.parent[rank_of(node, pos)] = rank_of(node, pos - 1);
       tree.children[rank_of(node, pos - 1)].push_back(rank_of(node, pos));
     }
@@ -83,8 +94,24 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   // Flows-only: every chunk of a tree uses the tree's connections, so one chunk per tree.
   const std::uint32_t pipeline = detail::built_steps(options.flows_only, real_pipeline, 1);
   detail::require(ranks >= 1, kPlanner, "needs at least one rank");
-  detail::require(ppn >= 1 && ranks % ppn == 0, kPlanner,
-                  fmt::format("ranks_per_node {} does not divide {} ranks", ppn, ranks));
+  Servers servers;
+  if (options.node_sizes.empty()) {
+    detail::require(ppn >= 1 && ranks % ppn == 0, kPlanner,
+                    fmt::format("ranks_per_node {} does not divide {} ranks", ppn, ranks));
+    servers.sizes.assign(ranks / ppn, ppn);
+  } else {
+    std::uint64_t listed = 0;
+    for (const std::uint32_t size : options.node_sizes) {
+      detail::require(size >= 1, kPlanner, "a server holds at least one rank");
+      listed += size;
+    }
+    detail::require(listed == ranks, kPlanner,
+                    fmt::format("node_sizes list {} ranks, not {}", listed, ranks));
+    servers.sizes = options.node_sizes;
+  }
+  for (std::uint32_t k = 0, at = 0; k < servers.sizes.size(); at += servers.sizes[k++])
+    servers.first.push_back(at);
+  const auto nodes = static_cast<std::uint32_t>(servers.sizes.size());
   detail::require(pipeline >= 1, kPlanner, "pipeline must be at least 1");
   const std::uint32_t tree_count = options.trees;
   detail::require(tree_count >= 2 && tree_count <= 64 && tree_count % 2 == 0, kPlanner,
@@ -92,22 +119,31 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
   detail::require(bytes.bytes() >= 0.0, kPlanner, "negative size");
   detail::require(std::uint64_t{ranks} * real_pipeline * 2 * tree_count < kNoTransfer, kPlanner,
                   "too large a plan");
+  detail::require(options.server_orders.empty() || options.server_orders.size() == nodes,
+                  kPlanner, "server_orders needs one list of orders per server");
+  for (std::uint32_t k = 0; k < options.server_orders.size(); ++k)
+    for (const auto& order : options.server_orders[k])
+      detail::require_permutation(order, servers.sizes[k], kPlanner,
+                                  "a server's order must list each of its ranks once");
+  for (const auto& order : options.local_orders)
+    for (const std::uint32_t size : servers.sizes)
+      detail::require_permutation(order, size, kPlanner,
+                                  "a local order must list every local rank once");
 
-  const std::array<BinaryTree, 2> node_trees = build_double_binary_tree(ranks / ppn);
+  const std::array<BinaryTree, 2> node_trees = build_double_binary_tree(nodes);
   const std::uint32_t pairs = tree_count / 2;
   std::vector<RankTree> trees;
   trees.reserve(tree_count);
-  for (const auto& order : options.local_orders)
-    detail::require_permutation(order, ppn, kPlanner, "a local order must list every local rank once");
+  const std::vector<std::uint32_t> none;
   for (std::uint32_t p = 0; p < pairs; ++p) {
-    // With local orders, pair p chains along order p (cyclically), its head the order's first.
-    const bool ordered = !options.local_orders.empty();
-    const std::vector<std::uint32_t> none;
-    const std::vector<std::uint32_t>& order =
-        ordered ? options.local_orders[p % options.local_orders.size()] : none;
-    const std::uint32_t head = ordered ? 0 : p * ppn / pairs;
-    trees.push_back(hang_chains(node_trees[0], ppn, true, head, order));
-    trees.push_back(hang_chains(node_trees[1], ppn, false, pairs == 1 ? ppn - 1 : head, order));
+    // With orders, pair p chains along its server's order p (cyclically), headed at its first.
+    const auto order_of = [&](std::uint32_t node) -> const std::vector<std::uint32_t>& {
+      const auto& orders = options.server_orders.empty() ? options.local_orders
+                                                         : options.server_orders[node];
+      return orders.empty() ? none : orders[p % orders.size()];
+    };
+    trees.push_back(hang_chains(node_trees[0], servers, true, p, pairs, false, order_of));
+    trees.push_back(hang_chains(node_trees[1], servers, false, p, pairs, pairs == 1, order_of));
   }
   std::uint32_t height = 0;
   for (const RankTree& t : trees) height = std::max(height, t.height);

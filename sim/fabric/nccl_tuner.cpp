@@ -266,7 +266,13 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   GpuLinks g = gpu_links(topology, rank_devices.front(), v.gpu);
   v.intra = g.nvlink ? LinkClass::NvLink : LinkClass::Pci;
   v.ll128 = v.intra == LinkClass::NvLink;
-  const std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
+  // GPUs per server; on servers filled unevenly (8 + 4) the smallest server's, as NCCL keeps
+  // the channels every node's search found, the fewest (init.cc: the minimum over nodes).
+  std::uint32_t ppn = std::max<std::uint32_t>(ranks_per_node, 1);
+  if (ppn == 1 && v.nodes > 1) {
+    const std::vector<std::uint32_t> blocks = node_blocks(topology, rank_devices);
+    if (!blocks.empty()) ppn = *std::min_element(blocks.begin(), blocks.end());
+  }
   // NCCL's view when these GPUs' paths to each other are PCI although they have NVLinks.
   const auto over_pci = [&] {
     v.intra = LinkClass::Pci;
@@ -377,9 +383,9 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   };
   if (v.nodes > 1) {
     try {
-      (void)collnet_devices(topology, rank_devices, ppn);
+      (void)collnet_devices(topology, rank_devices, ranks_per_node);
       v.collnet = true;
-      (void)in_switch_devices(topology, rank_devices, ppn, Algorithm::CollNetDirect);
+      (void)in_switch_devices(topology, rank_devices, ranks_per_node, Algorithm::CollNetDirect);
       v.collnet_direct = head_graph(kMaxDirectHeads).first;
     } catch (const ConfigError&) {
     }
@@ -401,7 +407,7 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     v.nvls = NcclGraph{channels, s[i], inter};
     if (v.nodes > 1) {
       try {
-        (void)nvls_sharp_devices(topology, rank_devices, ppn);
+        (void)nvls_sharp_devices(topology, rank_devices, ranks_per_node);
         v.sharp = true;
       } catch (const ConfigError&) {
       }

@@ -310,6 +310,16 @@ struct TreeOptions {
   // direct NVLink mesh these are the server's rings cut at each channel's NIC (mesh_ring_orders.hpp),
   // as NCCL chains each channel along its own ring.
   std::vector<std::vector<std::uint32_t>> local_orders;
+  // Servers filled unevenly (12 ranks as 8 + 4, as torchrun and mpirun fill hosts): the sizes
+  // of the consecutive rank blocks, one per server, summing to the ranks; ranks_per_node is
+  // then ignored. The trees span the servers as above; a server of m ranks hangs pair p's
+  // chains from its local rank p·m/(trees/2) (with 2 trees, tree 1 from its last), as NCCL
+  // chains each node's own local ranks. Empty: every server holds ranks_per_node ranks.
+  std::vector<std::uint32_t> node_sizes;
+  // Per server, orders of its local ranks used as local_orders are (pair p: order p mod count);
+  // for servers of different sizes or wiring (an NVLink mesh of 8 and one of 4). Empty: the
+  // same local_orders everywhere.
+  std::vector<std::vector<std::vector<std::uint32_t>>> server_orders;
 };
 // Double-binary-tree AllReduce (NCCL style): the trees span nodes, and inside each node the
 // ranks form a chain hanging from the node's head (tree 0: head local 0, chain 0←1←…; tree 1:
@@ -388,6 +398,10 @@ struct NvlsTreeOptions {
   std::uint32_t ranks_per_node = 1;  // GPUs per server (one NVSwitch each); divides the GPUs
   std::uint32_t pipeline = 1;        // pipeline steps (≥ 1), each cut into one shard per GPU
   bool flows_only = false;           // build the flows-only plan from two pipeline steps
+  // Servers of different sizes (12 GPUs as 8 + 4): the consecutive blocks, ranks_per_node then
+  // ignored; each step is cut into one shard per GPU of the smallest server, headed by local
+  // GPUs 0 … H-1 of every server. Empty: ranks_per_node each.
+  std::vector<std::uint32_t> node_sizes;
 };
 // NVLSTree AllReduce over several NVSwitch servers (NCCL_ALGO_NVLS_TREE, NCCL's default for
 // large messages on multi-node Hopper and later): in each server the NVSwitch reduces every

@@ -507,6 +507,48 @@ TEST_CASE("tree allreduce with local orders chains each pair along its order") {
                   std::invalid_argument);
 }
 
+TEST_CASE("tree allreduce over servers of 8 and 4 ranks: each chains its own, heads spread") {
+  // 12 ranks as torchrun places them on 8-GPU servers: ranks 0-7 on server 0, 8-11 on server 1.
+  const std::vector<std::uint32_t> sizes{8, 4};
+  const std::uint32_t n = 12, trees = 8, pairs = trees / 2, pipeline = 2;
+  const auto server = [](std::uint32_t r) { return r < 8 ? 0U : 1U; };
+  const auto local = [](std::uint32_t r) { return r < 8 ? r : r - 8; };
+  const Bytes s{1024.0 * trees * pipeline};
+  const Plan plan = plan_tree_allreduce(
+      n, s, {.pipeline = pipeline, .trees = trees, .node_sizes = sizes});
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.channels == trees);
+  // Two servers: one tree level between them, then the longer server's chain of 8.
+  CHECK(plan.steps == 2 * (1 + 8 - 1));
+  CHECK(total(plan.bytes_sent_per_rank()) == doctest::Approx(2.0 * (n - 1) * s.bytes()));
+  // Off-server traffic leaves server k (m ranks) from local p·m/pairs for pair p: 0 2 4 6 on
+  // the 8, 0 1 2 3 on the 4, each of the 4's GPUs (NICs) with one pair: with two servers one
+  // is each shape's root, so a head sends S/trees up one shape and S/trees down the other.
+  std::vector<double> out(n, 0.0);
+  for (const Transfer& t : plan.transfers) {
+    if (server(t.src) == server(t.dst)) continue;
+    const std::uint32_t p = t.channel / 2;
+    CHECK(local(t.src) == p * (server(t.src) == 0 ? 8 : 4) / pairs);
+    CHECK(local(t.dst) == p * (server(t.dst) == 0 ? 8 : 4) / pairs);
+    out[t.src] += plan.chunk_bytes[t.chunk].bytes();
+  }
+  for (std::uint32_t r = 8; r < n; ++r) CHECK(out[r] == doctest::Approx(2.0 * s.bytes() / trees));
+  for (std::uint32_t r : {1U, 3U, 5U, 7U}) CHECK(out[r] == 0.0);
+  // Per-server orders: server 1 chains along 0 2 1 3 (an NVLink ring of its own).
+  const Plan ordered = plan_tree_allreduce(
+      n, s, {.trees = 2, .node_sizes = sizes, .server_orders = {{}, {{0, 2, 1, 3}}}});
+  REQUIRE_PLAN_OK(ordered);
+  for (const Transfer& t : ordered.transfers) {
+    if (server(t.src) != 1 || server(t.dst) != 1) continue;
+    const std::uint32_t a = local(t.src), b = local(t.dst);
+    CHECK(((a == 0 && b == 2) || (a == 2 && b == 0) || (a == 2 && b == 1) || (a == 1 && b == 2) ||
+           (a == 1 && b == 3) || (a == 3 && b == 1)));
+  }
+  CHECK_THROWS_AS((void)plan_tree_allreduce(n, s, {.node_sizes = {8, 3}}), std::invalid_argument);
+  CHECK_THROWS_AS((void)plan_tree_allreduce(n, s, {.node_sizes = {8, 4}, .server_orders = {{{0, 1}}}}),
+                  std::invalid_argument);
+}
+
 TEST_CASE("hierarchical allreduce with one rank per node is a ring allreduce") {
   const Plan hier = plan_hierarchical_allreduce(8, 8_KiB);
   const Plan ring = plan_ring_allreduce(8, 8_KiB);
@@ -1427,6 +1469,45 @@ TEST_CASE("nvls via plan_collective: AllReduce only, automatic pipeline, switch 
   CHECK(plan_collective(r).chunks() == 1);
   r.op = CollectiveOp::ReduceScatter;
   CHECK_THROWS_AS((void)plan_collective(r), std::invalid_argument);
+}
+
+TEST_CASE("nvlstree over servers of 4 and 2 GPUs: the smallest server's GPUs are the heads") {
+  // Ranks 0-3 on server 0, 4-5 on server 1; switches are ranks 6 and 7. Heads: local 0 and 1.
+  const std::vector<std::uint32_t> sizes{4, 2};
+  const std::uint32_t g = 6, p = 3;
+  const auto server = [](std::uint32_t r) { return r < 4 ? 0U : 1U; };
+  const auto local = [](std::uint32_t r) { return r < 4 ? r : r - 4; };
+  const Bytes s{6000.0};
+  const Plan plan = plan_nvls_tree_allreduce(g, s, {.pipeline = p, .node_sizes = sizes});
+  REQUIRE_PLAN_OK(plan);
+  CHECK(plan.ranks == g + 2);
+  CHECK(plan.chunks() == std::size_t{p} * 2);
+  std::vector<double> to_switch(g, 0.0), from_switch(g, 0.0), network_out(g, 0.0);
+  for (const Transfer& t : plan.transfers) {
+    if (t.src < g && t.dst >= g) {
+      CHECK(t.dst == g + server(t.src));
+      to_switch[t.src] += plan.bytes_of(t).bytes();
+    } else if (t.src >= g) {
+      CHECK(t.src == g + server(t.dst));
+      from_switch[t.dst] += plan.bytes_of(t).bytes();
+    } else {
+      CHECK(local(t.src) == local(t.dst));  // one rail per head
+      CHECK(local(t.src) < 2);
+      CHECK(server(t.src) != server(t.dst));
+      network_out[t.src] += plan.bytes_of(t).bytes();
+    }
+  }
+  for (std::uint32_t i = 0; i < g; ++i) {
+    CAPTURE(i);
+    const bool head = local(i) < 2;
+    // Every GPU pushes S, a head also stores its shards (S/2); every GPU gets S back from the
+    // switch (a head its own shards' delivery and the other shards' multicast).
+    CHECK(to_switch[i] == doctest::Approx(s.bytes() * (head ? 1.5 : 1.0)));
+    CHECK(from_switch[i] == doctest::Approx(s.bytes()));
+    // Two servers: each head's shards (S/2) cross once, up or down, in each direction.
+    CHECK(network_out[i] == doctest::Approx(head ? s.bytes() / 2 : 0.0));
+  }
+  CHECK_THROWS_AS((void)plan_nvls_tree_allreduce(g, s, {.node_sizes = {4, 1}}), std::invalid_argument);
 }
 
 TEST_CASE("nvlstree pipeline: two steps per NCCL loop of channels x heads x chunk") {
