@@ -3,6 +3,7 @@
 #include "gradsync/report/bench_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 
 namespace gradsync {
@@ -11,6 +12,14 @@ namespace {
 constexpr double kFloatBytes = 4.0;  // nccl-tests' default type: float
 
 // The --algo spelling: the algorithm's name, or auto.
+// "32 ranks, 8 per node", or where servers hold different numbers "12 ranks on 2 nodes: 8 + 4".
+std::string ranks_text(const BenchResult& result) {
+  if (result.node_sizes.empty())
+    return fmt::format("{} ranks, {} per node", result.ranks, result.ranks_per_node);
+  return fmt::format("{} ranks on {} nodes: {}", result.ranks, result.node_sizes.size(),
+                     fmt::join(result.node_sizes, " + "));
+}
+
 std::string algo_name(const BenchRequest& request) {
   return request.algorithm ? std::string(to_string(*request.algorithm)) : std::string("auto");
 }
@@ -41,9 +50,8 @@ std::string harness_line(const BenchRequest& request) {
 std::string bench_table_text(const BenchRequest& request, const BenchResult& result) {
   const std::string op(to_string(request.op));
   std::string out;
-  out += fmt::format("# gradsync bench: {} on {} ({} ranks, {} per node), algorithm {}\n", op,
-                     result.topology_name, result.ranks, result.ranks_per_node,
-                     algo_name(request));
+  out += fmt::format("# gradsync bench: {} on {} ({}), algorithm {}\n", op, result.topology_name,
+                     ranks_text(result), algo_name(request));
   out += fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
                      "GB = 1e9 B\n#\n",
                      to_string(result.software), to_string(request.fidelity), result.channels);
@@ -151,9 +159,9 @@ std::string bench_comparison_text(const BenchRequest& request, const BenchResult
                                   const NcclTestsLog& log) {
   const std::vector<ComparedRow> rows = compare_bench_rows(log, result);
   std::string out;
-  out += fmt::format("# gradsync bench --compare: {} on {} ({} ranks, {} per node), "
-                     "algorithm {}\n", to_string(request.op), result.topology_name, result.ranks,
-                     result.ranks_per_node, algo_name(request));
+  out += fmt::format("# gradsync bench --compare: {} on {} ({}), algorithm {}\n",
+                     to_string(request.op), result.topology_name, ranks_text(result),
+                     algo_name(request));
   out += fmt::format("# measured: {} ({} ranks on {} hosts{}{}), out-of-place columns; "
                      "GB = 1e9 B\n", log.file, log.ranks, log.nodes(),
                      log.device.empty() ? "" : ", ", log.device);

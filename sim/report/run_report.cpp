@@ -7,6 +7,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gradsync/report/run_json.hpp"
 #include "gradsync/topology/topology_summary.hpp"
@@ -128,9 +129,12 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
   for (const auto& [name, count] : algorithms)
     algos += fmt::format("{}{} ×{}", algos.empty() ? "" : ", ", name, count);
 
-  out << fmt::format("{} on {}: {} GPUs ({} node{} × {}), {} data-parallel ranks\n",
-                     r.scenario_name, r.topology_name, r.gpus, r.nodes,
-                     r.nodes == 1 ? "" : "s", r.ranks_per_node, r.ranks);
+  const std::string servers =
+      r.node_sizes.empty()
+          ? fmt::format("{} node{} × {}", r.nodes, r.nodes == 1 ? "" : "s", r.ranks_per_node)
+          : fmt::format("{} nodes: {}", r.nodes, fmt::join(r.node_sizes, " + "));
+  out << fmt::format("{} on {}: {} GPUs ({}), {} data-parallel ranks\n", r.scenario_name,
+                     r.topology_name, r.gpus, servers, r.ranks);
   const bool plain = sc.parallel.plain();
   if (plain) {
     out << fmt::format("model: {:.3g} parameters, {} gradients: {} per sync in {} buckets\n",

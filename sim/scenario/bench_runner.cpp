@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -174,6 +175,9 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   result.software = topo.software();
   result.ranks = n;
   result.ranks_per_node = ppn;
+  if (std::adjacent_find(base.node_sizes.begin(), base.node_sizes.end(),
+                         std::not_equal_to<>()) != base.node_sizes.end())
+    result.node_sizes = base.node_sizes;
   result.channels = base.channels;
   const double factor = busbw_factor(op, busbw_ranks);
   for (std::size_t i = 0; i < sizes.size(); ++i) {

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/collective/mesh_ring_orders.hpp"
@@ -210,11 +212,21 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   result.ranks = ranks;
   result.ranks_per_node = ppn;
   result.nodes = std::max<std::uint32_t>(1, gpus / ppn);
+  // Servers filled unevenly (12 GPUs as 8 + 4): as many nodes as blocks.
+  if (const std::vector<std::uint32_t> blocks = node_blocks(topo, devices);
+      std::adjacent_find(blocks.begin(), blocks.end(), std::not_equal_to<>()) != blocks.end()) {
+    result.node_sizes = blocks;
+    result.nodes = static_cast<std::uint32_t>(blocks.size());
+  }
 
   // The step's buckets and what goes on the wire.
   result.buckets = build_buckets(sc.model, sc.sync);
   result.sync_plan = plan_sync(result.buckets, sc.model, sc.sync, ranks);
   result.sync_plan.notes.insert(result.sync_plan.notes.begin(), sc.notes.begin(), sc.notes.end());
+  if (sc.sync.algorithm == SyncAlgorithm::Hierarchical && !result.node_sizes.empty())
+    result.sync_plan.notes.push_back(fmt::format(
+        "hierarchical needs the same number of GPUs on every server, and these hold {}: "
+        "ring instead", fmt::join(result.node_sizes, " + ")));
 
   // Rank groups: every GPU, and the first server alone (for scaling versus one node).
   CollectiveTimer::Group all;
@@ -235,6 +247,9 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
   if (hosts.empty()) {
     all.base.mesh_rings = server_mesh_rings(topo, all.devices, ppn);
     all.base.mesh_paths = mesh_rail_paths(topo, all.devices, ppn, all.base.mesh_rings, all.base.channels);
+    if (all.base.mesh_rings.empty() && all.base.node_sizes.size() > 1)
+      all.base.mesh_server_paths =
+          mesh_server_paths(topo, all.devices, all.base.node_sizes, all.base.channels);
   }
 
   const bool multi_node = result.nodes > 1 && ppn > 1;

@@ -296,3 +296,32 @@ TEST_CASE("bench runner: GPUs 0-1 of a cube-mesh share one NVLink (25 GB/s)") {
 TEST_CASE("bench runner: hierarchical on a cube-mesh uses all 6 NVLinks of each GPU (150 GB/s)") {
   CHECK(cube_mesh_ring_busbw(8, Algorithm::Hierarchical) == doctest::Approx(150.0).epsilon(0.02));
 }
+
+// 12 ranks fill two 8-GPU servers in order (8 + 4, as torchrun and mpirun place them): the
+// result says so, and NVLSTree takes the 4-GPU server's GPUs as its heads on both servers
+// (before, the 12 ranks read as 12 servers sharing one NVSwitch and NVLSTree was refused).
+// Every efficiency 1, 8 x 400G per server: each of the 4 heads' NICs moves S/4 each way, so
+// algbw = 4 x 50 GB/s (test/validation/nic_rails_bench_test.py checks tree and ring too).
+TEST_CASE("bench runner: 12 ranks on 8-GPU servers are 8 + 4, NVLSTree heads on the smaller") {
+  const std::string text = R"(name: two-nvswitch-servers
+software: none
+nodes: 2
+node:
+  gpus: 8
+  intra: {fabric: nvlink, switch: true, bandwidth: 900GB/s, latency: 300ns, efficiency: 1}
+  nics: 8
+  nic_bandwidth: 400Gbps
+  pcie: {bandwidth: 256GB/s, latency: 500ns, efficiency: 1}
+gpu: h100
+network: {fabric: infiniband, shape: single-switch, link_latency: 600ns, switch_latency: 200ns, efficiency: 1}
+)";
+  BenchRequest request;
+  request.algorithm = Algorithm::NvlsTree;
+  request.gpus = 12;
+  request.sizes = {1024.0 * 1048576.0};
+  request.simgrid_args = simgrid_args();
+  const BenchResult result = run_bench(load_topology_text(text, "two.yaml").topology, request);
+  CHECK(result.node_sizes == std::vector<std::uint32_t>{8, 4});
+  REQUIRE(result.rows.size() == 1);
+  CHECK(result.rows[0].algbw == doctest::Approx(200.0).epsilon(0.03));
+}

@@ -91,6 +91,8 @@ struct BenchResult {
   SoftwareModel software = SoftwareModel::Nccl;
   std::uint32_t ranks = 0;
   std::uint32_t ranks_per_node = 1;
+  // Ranks per server where they differ (12 ranks on 8-GPU servers: 8, 4); empty otherwise.
+  std::vector<std::uint32_t> node_sizes;
   std::uint32_t channels = 0;  // the ring channels every plan was made with
   std::vector<BenchRow> rows;  // one per requested size, in order
 };

@@ -54,7 +54,9 @@ struct ScenarioResult {
   std::uint32_t gpus = 0;        // GPUs used
   std::uint32_t ranks = 0;       // data-parallel workers
   std::uint32_t nodes = 0;       // servers the GPUs are on
-  std::uint32_t ranks_per_node = 1;
+  std::uint32_t ranks_per_node = 1;  // 1 also where servers hold different numbers (node_sizes)
+  // GPUs per server where they differ (12 GPUs on 8-GPU servers: 8, 4); empty otherwise.
+  std::vector<std::uint32_t> node_sizes;
   std::vector<Bucket> buckets;
   SyncPlan sync_plan;
   std::vector<Seconds> collective_times;        // per bucket

@@ -120,6 +120,13 @@ TEST_CASE("bench table: nccl-tests' header and columns") {
                                                        "tree/Simple", "4"});
   // nccl-tests' widths: the size right-aligned in 12 columns.
   CHECK(lines[5].substr(0, 12) == "     1048576");
+  // Servers holding different numbers of ranks say so instead of "1 per node".
+  BenchResult uneven = synthetic_result();
+  uneven.ranks = 12;
+  uneven.ranks_per_node = 1;
+  uneven.node_sizes = {8, 4};
+  CHECK(lines_of(bench_table_text(request, uneven))[0] ==
+        "# gradsync bench: allreduce on synthetic-2node (12 ranks on 2 nodes: 8 + 4), algorithm auto");
 }
 
 TEST_CASE("bench table: broadcast has no redop and prints its root; best adds the fastest") {

@@ -168,6 +168,14 @@ TEST_CASE("run text: header, time rows with shares, throughput, cost, verdict, l
   CHECK(text.rfind("synthetic on dgx-h100-4node-ib: 32 GPUs (4 nodes × 8), 32 data-parallel "
                    "ranks\n", 0) == 0);
   CHECK(contains(text, "sync: allreduce (ring ×1, tree ×1), overlap bucketed"));
+  ScenarioResult uneven = synthetic_result();
+  uneven.gpus = uneven.ranks = 12;
+  uneven.nodes = 2;
+  uneven.ranks_per_node = 1;
+  uneven.node_sizes = {8, 4};
+  CHECK(run_result_text(uneven, priced_scenario())
+            .rfind("synthetic on dgx-h100-4node-ib: 12 GPUs (2 nodes: 8 + 4), 12 data-parallel "
+                   "ranks\n", 0) == 0);
   CHECK(contains(text, "  step time                      2 s   (3 steps: 6 s)\n"));
   CHECK(contains(text, "  compute                      1.5 s   75 % of the step: 4 × (forward"));
   CHECK(contains(text, "  exposed communication       500 ms   25 % of the step (GPU waiting"));
