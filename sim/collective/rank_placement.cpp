@@ -151,6 +151,22 @@ std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
   return order;
 }
 
+std::vector<DeviceId> nccl_server_order(const Topology& topology,
+                                        const std::vector<DeviceId>& placed) {
+  std::map<int, std::size_t> first;  // server -> its position in the order of first ranks
+  for (DeviceId d : placed) {
+    const int node = topology.device(d).node;
+    if (node < 0) return placed;  // GPUs without servers: no grouping to follow
+    first.emplace(node, first.size());
+  }
+  std::vector<DeviceId> out = placed;
+  std::sort(out.begin(), out.end(), [&](DeviceId a, DeviceId b) {
+    const std::size_t fa = first.at(topology.device(a).node), fb = first.at(topology.device(b).node);
+    return fa != fb ? fa < fb : a < b;
+  });
+  return out;
+}
+
 std::vector<std::pair<DeviceId, DeviceId>> device_pairs(const Plan& plan,
                                                         const std::vector<DeviceId>& rank_devices) {
   // Distinct destinations per source rank, each list sorted: a plan has millions of transfers

@@ -35,11 +35,15 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   const bool is_auto = !request.algorithm;
   const std::uint32_t n =
       request.gpus != 0 ? request.gpus : static_cast<std::uint32_t>(topo.gpu_count());
-  const std::vector<DeviceId> placed = place_ranks(topo, n, request.placement);
+  const bool nccl = topo.software() == SoftwareModel::Nccl;
+  const std::vector<DeviceId> numbered = place_ranks(topo, n, request.placement);
+  if (request.root >= n) throw ConfigError(mark("--root"), "root must be below the rank count");
+  // NCCL's rings and trees group each server's GPUs whatever the ranks' numbering (strided or
+  // shuffled ranks run as fast as ranks in order); without NCCL's model they follow the ranks.
+  const std::vector<DeviceId> placed = nccl ? nccl_server_order(topo, numbered) : numbered;
   const std::uint32_t ppn = ranks_per_node(topo, placed);
   // Servers of directly NVLinked GPUs: ranks along NVLink, as NCCL chains them.
   const std::vector<DeviceId> ranks = nvlink_chain_order(topo, placed, ppn);
-  const bool nccl = topo.software() == SoftwareModel::Nccl;
 
   std::vector<Algorithm> candidates;
   if (is_auto) {
@@ -102,13 +106,14 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
   if (base.mesh_rings.empty() && base.node_sizes.size() > 1)
     base.mesh_server_paths = mesh_server_paths(topo, ranks, base.node_sizes, base.channels);
   base.pipeline = request.pipeline;
-  base.root = request.root;
+  // The root is the rank the request names, wherever the orders above moved its GPU.
+  base.root = static_cast<std::uint32_t>(
+      std::find(ranks.begin(), ranks.end(), numbered[request.root]) - ranks.begin());
   base.ps.servers = ps_hosts.empty() ? request.ps_servers
                                      : static_cast<std::uint32_t>(ps_hosts.size());
   base.ps.placement = ps_hosts.empty() ? request.ps_placement : ServerPlacement::Dedicated;
   if (nccl && switch_devices.count(Algorithm::NvlsTree) != 0)
     set_nvls_loops(base, nccl_topology_view(topo, ranks, ppn, Algorithm::NvlsTree));
-  if (base.root >= n) throw ConfigError(mark("--root"), "root must be below the rank count");
 
   // Plans that a request cannot make are bad input (e.g. tree ReduceScatter).
   auto make_plan = [&](Algorithm a, Bytes bytes, Fidelity plan_fidelity) {

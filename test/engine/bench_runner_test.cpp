@@ -297,31 +297,66 @@ TEST_CASE("bench runner: hierarchical on a cube-mesh uses all 6 NVLinks of each 
   CHECK(cube_mesh_ring_busbw(8, Algorithm::Hierarchical) == doctest::Approx(150.0).epsilon(0.02));
 }
 
+namespace {
+
+// One 1 GiB row of `request` on two servers described by `node` (the node: block's keys),
+// H100s on one InfiniBand switch, every efficiency 1.
+BenchResult two_server_bench(const std::string& software, const std::string& node,
+                             BenchRequest request) {
+  const std::string text = "name: two-servers\nsoftware: " + software +
+                           "\nnodes: 2\ngpu: h100\nnode:\n" + node +
+                           "network: {fabric: infiniband, shape: single-switch, link_latency: "
+                           "600ns, switch_latency: 200ns, efficiency: 1}\n";
+  request.sizes = {1024.0 * 1048576.0};
+  request.simgrid_args = simgrid_args();
+  BenchResult result = run_bench(load_topology_text(text, "two.yaml").topology, request);
+  REQUIRE(result.rows.size() == 1);
+  return result;
+}
+
+// Two servers of 4 PCIe GPUs, one 100G NIC each: a ring that crosses each NIC once per
+// direction runs at its 12.5 GB/s. Ranks placed strided (mpirun --map-by node) alternate
+// servers.
+double strided_ring_busbw(const std::string& software) {
+  BenchRequest request;
+  request.algorithm = Algorithm::Ring;
+  request.placement.kind = PlacementKind::Strided;
+  return two_server_bench(software, R"(  gpus: 4
+  intra: {fabric: pcie, switch: true, bandwidth: 32GB/s, latency: 500ns, efficiency: 1}
+  nics: 1
+  nic_bandwidth: 100Gbps
+  pcie: {bandwidth: 32GB/s, latency: 500ns, efficiency: 1}
+)", request).rows[0].busbw;
+}
+
+}  // namespace
+
 // 12 ranks fill two 8-GPU servers in order (8 + 4, as torchrun and mpirun place them): the
 // result says so, and NVLSTree takes the 4-GPU server's GPUs as its heads on both servers
 // (before, the 12 ranks read as 12 servers sharing one NVSwitch and NVLSTree was refused).
-// Every efficiency 1, 8 x 400G per server: each of the 4 heads' NICs moves S/4 each way, so
-// algbw = 4 x 50 GB/s (test/validation/nic_rails_bench_test.py checks tree and ring too).
+// 8 x 400G per server: each of the 4 heads' NICs moves S/4 each way, so algbw = 4 x 50 GB/s
+// (test/validation/nic_rails_bench_test.py checks tree and ring too).
 TEST_CASE("bench runner: 12 ranks on 8-GPU servers are 8 + 4, NVLSTree heads on the smaller") {
-  const std::string text = R"(name: two-nvswitch-servers
-software: none
-nodes: 2
-node:
-  gpus: 8
+  BenchRequest request;
+  request.algorithm = Algorithm::NvlsTree;
+  request.gpus = 12;
+  const BenchResult result = two_server_bench("none", R"(  gpus: 8
   intra: {fabric: nvlink, switch: true, bandwidth: 900GB/s, latency: 300ns, efficiency: 1}
   nics: 8
   nic_bandwidth: 400Gbps
   pcie: {bandwidth: 256GB/s, latency: 500ns, efficiency: 1}
-gpu: h100
-network: {fabric: infiniband, shape: single-switch, link_latency: 600ns, switch_latency: 200ns, efficiency: 1}
-)";
-  BenchRequest request;
-  request.algorithm = Algorithm::NvlsTree;
-  request.gpus = 12;
-  request.sizes = {1024.0 * 1048576.0};
-  request.simgrid_args = simgrid_args();
-  const BenchResult result = run_bench(load_topology_text(text, "two.yaml").topology, request);
+)", request);
   CHECK(result.node_sizes == std::vector<std::uint32_t>{8, 4});
-  REQUIRE(result.rows.size() == 1);
   CHECK(result.rows[0].algbw == doctest::Approx(200.0).epsilon(0.03));
+}
+
+// Under NCCL's model rank numbering does not matter: its rings group each server's GPUs, so
+// strided ranks cross each NIC once per direction, as ranks in order do.
+TEST_CASE("bench runner: strided ranks under NCCL ring at the NIC rate, as in order") {
+  CHECK(strided_ring_busbw("nccl") == doctest::Approx(12.5).epsilon(0.01));
+}
+
+// Without it the ring follows the ranks: all 8 hops cross the servers' NICs, 4 each way.
+TEST_CASE("bench runner: strided ranks without NCCL's model cross the NICs on every hop") {
+  CHECK(strided_ring_busbw("none") == doctest::Approx(12.5 / 4).epsilon(0.01));
 }

@@ -61,6 +61,13 @@ struct PlacementOptions {
 // The GPUs (DeviceIds) of ranks 0..ranks-1; throws ConfigError when ranks exceeds the GPUs.
 [[nodiscard]] std::vector<DeviceId> place_ranks(const Topology& topology, std::uint32_t ranks,
                                                 const PlacementOptions& options = {});
+// The order NCCL's rings and trees visit these ranks' GPUs in, whatever the ranks' numbering:
+// servers in the order of their first rank (NCCL numbers nodes by the first rank on each host,
+// init.cc), each server's GPUs together in device order (its graph search chains a node's
+// GPUs by the topology, connect.cc), so `mpirun --map-by node` (strided) or a shuffled rank
+// file runs as fast as ranks filled in order. Unchanged where a GPU has no server.
+[[nodiscard]] std::vector<DeviceId> nccl_server_order(const Topology& topology,
+                                                      const std::vector<DeviceId>& placed);
 // A node-major placement with its last `servers` ranks as dedicated parameter servers
 // (plan_parameter_server_allreduce: servers are ranks workers..workers+k-1) spread over the
 // servers' machines: server j is the last free GPU of machine N-1-(j mod N), so k servers

@@ -56,6 +56,26 @@ TEST_CASE("node blocks: servers filled in order (8 + 4), none when a server's ra
   CHECK(node_blocks(t, place_ranks(t, 24, {PlacementKind::Strided, 0, 1})).empty());
 }
 
+TEST_CASE("NCCL's order groups each server's GPUs, servers in the order of their first rank") {
+  const Topology t = cluster(3, 4);
+  // Strided ranks 0, 1, 2 sit on servers 0, 1, 2: NCCL's rings visit server 0's four GPUs,
+  // then server 1's, then server 2's, each in device order — the in-order placement.
+  CHECK(nccl_server_order(t, place_ranks(t, 12, {PlacementKind::Strided, 0, 1})) == t.gpus());
+  // A shuffle: servers in the order their first rank appears, GPUs in device order inside.
+  const std::vector<DeviceId> shuffled = place_ranks(t, 12, {PlacementKind::Random, 0, 3});
+  const std::vector<DeviceId> grouped = nccl_server_order(t, shuffled);
+  CHECK(node_blocks(t, grouped) == std::vector<std::uint32_t>{4, 4, 4});
+  CHECK(t.device(grouped.front()).node == t.device(shuffled.front()).node);
+  for (std::size_t r = 0; r + 1 < grouped.size(); ++r)
+    if (t.device(grouped[r]).node == t.device(grouped[r + 1]).node) CHECK(grouped[r] < grouped[r + 1]);
+  // Six strided ranks use two GPUs of each server: 2 + 2 + 2, the subset kept.
+  const std::vector<DeviceId> six = place_ranks(t, 6, {PlacementKind::Strided, 0, 1});
+  const std::vector<DeviceId> six_grouped = nccl_server_order(t, six);
+  CHECK(node_blocks(t, six_grouped) == std::vector<std::uint32_t>{2, 2, 2});
+  CHECK(std::set<DeviceId>(six.begin(), six.end()) ==
+        std::set<DeviceId>(six_grouped.begin(), six_grouped.end()));
+}
+
 TEST_CASE("random placement is a seeded permutation") {
   const Topology t = cluster(4, 4);
   const auto a = place_ranks(t, 16, {PlacementKind::Random, 0, 7});
