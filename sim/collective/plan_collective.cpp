@@ -69,9 +69,16 @@ Plan plan_request(const CollectiveRequest& r) {
   // 64 steps, 0.6 % at 1024), which NCCL's chunks of 64-128 KiB make negligible at large sizes.
   const auto in_switch_steps = [&]() -> std::uint32_t {
     if (r.pipeline > 0) return r.pipeline;
-    const double ppn = std::max<std::uint32_t>(r.ranks_per_node, 1);
-    const double nodes = r.ranks / ppn;
-    const double per_step = r.ranks * (2.0 * ppn + 1.0) + 2.0 * nodes * ppn;
+    // Servers and shards per step (heads): ranks_per_node each, or on servers of different
+    // sizes as many as the smallest holds (plan_nvls_tree_allreduce).
+    double ppn = std::max<std::uint32_t>(r.ranks_per_node, 1);
+    double nodes = r.ranks / ppn;
+    double per_step = r.ranks * (2.0 * ppn + 1.0) + 2.0 * nodes * ppn;
+    if (r.ranks_per_node <= 1 && server_blocks(r)) {
+      nodes = static_cast<double>(r.node_sizes.size());
+      ppn = *std::min_element(r.node_sizes.begin(), r.node_sizes.end());
+      per_step = ppn * (2.0 * r.ranks + 3.0 * nodes - 2.0);
+    }
     const double cap = std::clamp(std::floor(2097152.0 / per_step), 64.0, 1024.0);
     if (r.algorithm == Algorithm::NvlsTree && r.nvls_channels > 0 && r.nvls_heads > 0)
       return nvls_tree_pipeline_steps(r.bytes, r.nvls_channels, r.nvls_heads,
@@ -135,7 +142,15 @@ Plan plan_request(const CollectiveRequest& r) {
       const bool uneven = r.ranks_per_node <= 1 && server_blocks(r);
       if (uneven) {
         tree.node_sizes = r.node_sizes;
-        if (r.mesh_server_paths.size() == r.node_sizes.size()) tree.server_orders = r.mesh_server_paths;
+        // A server without NVLink rings has its rank order only (mesh_server_paths): it
+        // spreads the pairs' heads over its GPUs instead (no orders).
+        if (r.mesh_server_paths.size() == r.node_sizes.size())
+          for (const auto& paths : r.mesh_server_paths) {
+            const bool rank_order_only =
+                paths.size() == 1 && std::is_sorted(paths.front().begin(), paths.front().end());
+            tree.server_orders.push_back(
+                rank_order_only ? std::vector<std::vector<std::uint32_t>>{} : paths);
+          }
       }
       // Across nodes, one pair of trees per channel (NIC); two trees otherwise.
       const bool across = uneven || (r.ranks_per_node > 1 && r.ranks > r.ranks_per_node);

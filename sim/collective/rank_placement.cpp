@@ -1,6 +1,7 @@
 // Rank placement: which GPU plays each rank of a collective.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <iterator>
 #include <numeric>
 #include <optional>
@@ -403,17 +404,12 @@ NvlsSharpDevices in_switch_devices(const Topology& topology, const std::vector<D
 }
 
 std::uint32_t ranks_per_node(const Topology& topology, const std::vector<DeviceId>& rank_devices) {
-  if (rank_devices.empty()) return 1;
-  const int node = topology.device(rank_devices[0]).node;
-  std::uint32_t ppn = 0;
-  while (ppn < rank_devices.size() && node >= 0 && topology.device(rank_devices[ppn]).node == node)
-    ++ppn;
-  ppn = std::max<std::uint32_t>(ppn, 1);
-  if (rank_devices.size() % ppn != 0) return 1;
-  for (std::size_t i = 0; i < rank_devices.size(); ++i)
-    if (topology.device(rank_devices[i]).node != topology.device(rank_devices[i - i % ppn]).node)
-      return 1;
-  return ppn;
+  // Every server one consecutive run, all runs the same size (4 + 8 is not 3 servers of 4).
+  const std::vector<std::uint32_t> blocks = node_blocks(topology, rank_devices);
+  if (blocks.empty() || std::adjacent_find(blocks.begin(), blocks.end(),
+                                           std::not_equal_to<>()) != blocks.end())
+    return 1;
+  return blocks.front();
 }
 
 std::vector<std::uint32_t> node_blocks(const Topology& topology,

@@ -125,10 +125,12 @@ Plan plan_tree_allreduce(std::uint32_t ranks, Bytes bytes, const TreeOptions& op
     for (const auto& order : options.server_orders[k])
       detail::require_permutation(order, servers.sizes[k], kPlanner,
                                   "a server's order must list each of its ranks once");
-  for (const auto& order : options.local_orders)
-    for (const std::uint32_t size : servers.sizes)
-      detail::require_permutation(order, size, kPlanner,
-                                  "a local order must list every local rank once");
+  if (options.server_orders.empty())  // else server_orders replace them
+    for (const auto& order : options.local_orders)
+      for (const std::uint32_t size : servers.sizes)
+        detail::require_permutation(order, size, kPlanner,
+                                    "a local order must list every local rank once (servers of "
+                                    "different sizes take server_orders)");
 
   const std::array<BinaryTree, 2> node_trees = build_double_binary_tree(nodes);
   const std::uint32_t pairs = tree_count / 2;

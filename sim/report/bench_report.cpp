@@ -11,7 +11,6 @@ namespace {
 
 constexpr double kFloatBytes = 4.0;  // nccl-tests' default type: float
 
-// The --algo spelling: the algorithm's name, or auto.
 // "32 ranks, 8 per node", or where servers hold different numbers "12 ranks on 2 nodes: 8 + 4".
 std::string ranks_text(const BenchResult& result) {
   if (result.node_sizes.empty())
@@ -20,6 +19,7 @@ std::string ranks_text(const BenchResult& result) {
                      fmt::join(result.node_sizes, " + "));
 }
 
+// The --algo spelling: the algorithm's name, or auto.
 std::string algo_name(const BenchRequest& request) {
   return request.algorithm ? std::string(to_string(*request.algorithm)) : std::string("auto");
 }

@@ -114,6 +114,9 @@ class GroupTimer {
       p.base.mesh_rings = server_mesh_rings(topo_, p.first, p.base.ranks_per_node);
       p.base.mesh_paths = mesh_rail_paths(topo_, p.first, p.base.ranks_per_node, p.base.mesh_rings,
                                           p.base.channels);
+      if (p.base.mesh_rings.empty() && p.base.node_sizes.size() > 1)
+        p.base.mesh_server_paths =
+            mesh_server_paths(topo_, p.first, p.base.node_sizes, p.base.channels);
     }
     p.candidates = {Algorithm::Ring};
     if (!p2p) add_in_switch(p, groups);

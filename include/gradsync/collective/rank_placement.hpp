@@ -125,8 +125,8 @@ struct NvlsSharpDevices {
                                                  std::uint32_t ranks_per_node,
                                                  Algorithm algorithm);
 
-// Ranks per server of a node-major placement: how many leading ranks share rank 0's server,
-// when every block of that many ranks is one server; 1 otherwise.
+// Ranks per server of a node-major placement: the size of every server's consecutive run of
+// ranks when the runs (node_blocks()) are all the same size; 1 otherwise (8 + 4, strided).
 [[nodiscard]] std::uint32_t ranks_per_node(const Topology& topology,
                                            const std::vector<DeviceId>& rank_devices);
 // The sizes of the consecutive runs of ranks on one server, in rank order: 8, 4 for 12 ranks

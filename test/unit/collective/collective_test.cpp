@@ -544,6 +544,25 @@ TEST_CASE("tree allreduce over servers of 8 and 4 ranks: each chains its own, he
     CHECK(((a == 0 && b == 2) || (a == 2 && b == 0) || (a == 2 && b == 1) || (a == 1 && b == 2) ||
            (a == 1 && b == 3) || (a == 3 && b == 1)));
   }
+  // Through plan_collective: server 0 an NVLink mesh with its per-channel paths, server 1
+  // without rings (its rank order only, mesh_server_paths): server 1 still spreads the pairs'
+  // heads over both its GPUs (p·2/4: 0, 0, 1, 1), server 0 leaves from each path's first GPU.
+  CollectiveRequest r;
+  r.algorithm = Algorithm::Tree;
+  r.ranks = 10;
+  r.node_sizes = {8, 2};
+  r.channels = 4;
+  r.bytes = Bytes(1048576.0);
+  r.mesh_server_paths = {{{0, 3, 2, 1, 5, 6, 7, 4}, {4, 7, 6, 5, 1, 2, 3, 0},
+                          {2, 0, 1, 3, 7, 5, 4, 6}, {6, 4, 5, 7, 3, 1, 0, 2}},
+                         {{0, 1}}};
+  std::set<std::uint32_t> heads_0, heads_1;
+  for (const Transfer& t : plan_collective(r).transfers) {
+    if ((t.src < 8) == (t.dst < 8)) continue;
+    (t.src < 8 ? heads_0 : heads_1).insert(t.src);
+  }
+  CHECK(heads_0 == std::set<std::uint32_t>{0, 2, 4, 6});
+  CHECK(heads_1 == std::set<std::uint32_t>{8, 9});
   CHECK_THROWS_AS((void)plan_tree_allreduce(n, s, {.node_sizes = {8, 3}}), std::invalid_argument);
   CHECK_THROWS_AS((void)plan_tree_allreduce(n, s, {.node_sizes = {8, 4}, .server_orders = {{{0, 1}}}}),
                   std::invalid_argument);
@@ -1508,6 +1527,17 @@ TEST_CASE("nvlstree over servers of 4 and 2 GPUs: the smallest server's GPUs are
     CHECK(network_out[i] == doctest::Approx(head ? s.bytes() / 2 : 0.0));
   }
   CHECK_THROWS_AS((void)plan_nvls_tree_allreduce(g, s, {.node_sizes = {4, 1}}), std::invalid_argument);
+  // Through plan_collective under NCCL's loops (16 channels, 4 heads): 12 GPUs as 8 + 4 are two
+  // servers, whose NCCL chunk at 64 MiB is 128 KiB (nvls.cc: 64 KiB from 4 nodes): 8 MiB loops,
+  // 8 of them, two steps each. Read as 12 servers the chunk would halve, the steps double.
+  CollectiveRequest r;
+  r.algorithm = Algorithm::NvlsTree;
+  r.ranks = 12;
+  r.node_sizes = {8, 4};
+  r.nvls_channels = 16;
+  r.nvls_heads = 4;
+  r.bytes = Bytes(64.0 * 1048576.0);
+  CHECK(plan_collective(r).chunks() == std::size_t{16} * 4);
 }
 
 TEST_CASE("nvlstree pipeline: two steps per NCCL loop of channels x heads x chunk") {

@@ -76,6 +76,29 @@ TEST_CASE("NCCL's order groups each server's GPUs, servers in the order of their
         std::set<DeviceId>(six_grouped.begin(), six_grouped.end()));
 }
 
+TEST_CASE("ranks per node only where every server holds as many; NCCL's order keeps uneven runs") {
+  const Topology t = cluster(2, 8);
+  const std::vector<DeviceId>& gpu = t.gpus();  // n0g0 … n0g7, n1g0 … n1g7
+  // 4 + 8 is not three servers of 4.
+  std::vector<DeviceId> four_eight(gpu.begin(), gpu.begin() + 4);
+  four_eight.insert(four_eight.end(), gpu.begin() + 8, gpu.end());
+  CHECK(node_blocks(t, four_eight) == std::vector<std::uint32_t>{4, 8});
+  CHECK(ranks_per_node(t, four_eight) == 1);
+  CHECK(ranks_per_node(t, place_ranks(t, 16)) == 8);
+  CHECK(ranks_per_node(t, place_ranks(t, 12)) == 1);
+  // Server 1's GPUs and four of server 0's, interleaved from server 1: NCCL visits server 1's
+  // eight (its first rank came first), then server 0's four.
+  std::vector<DeviceId> mixed;
+  for (int j = 0; j < 8; ++j) {
+    mixed.push_back(gpu[8 + j]);
+    if (j < 4) mixed.push_back(gpu[3 - j]);
+  }
+  const std::vector<DeviceId> grouped = nccl_server_order(t, mixed);
+  CHECK(node_blocks(t, grouped) == std::vector<std::uint32_t>{8, 4});
+  CHECK(grouped == std::vector<DeviceId>{gpu[8], gpu[9], gpu[10], gpu[11], gpu[12], gpu[13], gpu[14],
+                                         gpu[15], gpu[0], gpu[1], gpu[2], gpu[3]});
+}
+
 TEST_CASE("random placement is a seeded permutation") {
   const Topology t = cluster(4, 4);
   const auto a = place_ranks(t, 16, {PlacementKind::Random, 0, 7});
