@@ -200,7 +200,13 @@ std::vector<std::pair<DeviceId, DeviceId>> device_pairs(const Plan& plan,
 namespace gradsync {
 
 DeviceId nvls_switch(const Topology& topology, const std::vector<DeviceId>& gpus) {
-  if (gpus.empty()) throw ConfigError(topology.origin(), "NVLS needs at least one GPU");
+  // NCCL turns NVLS off where a node has 2 GPUs or fewer (src/transport/nvls.cc, ncclNvlsInit:
+  // gpuCount <= 2), in one NVSwitch domain or in each server under NVLSTree.
+  if (gpus.size() <= 2)
+    throw ConfigError(topology.origin(),
+                      fmt::format("NVLS needs 3 GPUs or more in each NVSwitch domain, and one "
+                                  "here has {} (NCCL turns it off at 2 or fewer; use ring or tree)",
+                                  gpus.size()));
   // NVSwitches linked (by NVLink) to the first GPU, kept if linked to every other GPU too.
   auto switches_of = [&](DeviceId gpu) {
     std::set<DeviceId> out;

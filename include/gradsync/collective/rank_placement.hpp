@@ -78,7 +78,8 @@ struct PlacementOptions {
                                                              std::uint32_t servers);
 
 // The NVSwitch that plays the extra rank of an NVLS plan (plan_nvls_allreduce) over these GPUs:
-// the NVSwitch device directly linked to every one of them. Throws ConfigError when there is
+// the NVSwitch device directly linked to every one of them. Throws ConfigError for 2 GPUs or
+// fewer (NCCL's ncclNvlsInit turns NVLS off there), when there is
 // none (no NVSwitch, e.g. PCIe or direct NVLink meshes) or when the GPUs span several NVLink
 // domains (several servers: that is nvls_tree_devices()' NVLSTree), or when several switches
 // qualify (split NVSwitch planes are not modelled), or when the GPUs are older than Hopper

@@ -396,6 +396,16 @@ TEST_CASE("SHARP: where NVLS across servers can run, and which switch reduces ea
   std::vector<DeviceId> first(rails.gpus().begin(), rails.gpus().begin() + 8);
   CHECK(in_switch_devices(rails, first, 8, Algorithm::Nvls).devices.size() == 9);
   CHECK(in_switch_devices(rails, rails.gpus(), 8, Algorithm::Nvls).sharp_of_local.size() == 8);
+  // NCCL turns NVLS off where a node has 2 GPUs or fewer (ncclNvlsInit): two GPUs of one
+  // domain, or NVLSTree over servers holding one GPU each (--placement strided --gpus 2).
+  const std::vector<DeviceId> two(trays.gpus().begin(), trays.gpus().begin() + 2);
+  CHECK_THROWS_WITH_AS((void)in_switch_devices(trays, two, 2, Algorithm::Nvls),
+                       doctest::Contains("3 GPUs or more in each NVSwitch domain"), ConfigError);
+  const std::vector<DeviceId> one_each{rails.gpus()[0], rails.gpus()[8]};
+  CHECK_THROWS_WITH_AS((void)in_switch_devices(rails, one_each, 1, Algorithm::NvlsTree),
+                       doctest::Contains("one here has 1"), ConfigError);
+  const std::vector<DeviceId> three(trays.gpus().begin(), trays.gpus().begin() + 3);
+  CHECK(in_switch_devices(trays, three, 3, Algorithm::Nvls).devices.size() == 4);
 }
 
 TEST_CASE("SHARP: NCCL's tuner offers NVLS across servers and prefers it to NVLSTree") {
