@@ -81,6 +81,12 @@ AdviceBaseline advice_baseline(const LoadedScenario& loaded) {
                                   : 0;
     b.has_cost = loaded.topology.topology.cost().has_value();
   }
+  // A scenario using the first N GPUs occupies the servers they fill, in order.
+  if (sc.gpus && b.gpus_per_node > 0) {
+    const auto per = static_cast<std::uint32_t>(b.gpus_per_node);
+    b.nodes = std::min(b.nodes, static_cast<int>((*sc.gpus + per - 1) / per));
+    b.whole_servers = *sc.gpus % per == 0;
+  }
   return b;
 }
 

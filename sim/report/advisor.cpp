@@ -34,7 +34,7 @@ Advice advise(const AdviceBaseline& b, const AdviseOptions& o, const AdviceRunne
   const std::vector<int> counts = scaling_node_counts(b, o.max_nodes);
   std::vector<int> variant_nodes;  // the server count of variants[fixed + i]
   for (int n : counts)
-    if (n != b.nodes) {
+    if (n != b.nodes || !b.whole_servers) {
       variants.push_back(nodes_variant(b, n));
       variant_nodes.push_back(n);
     }
@@ -67,7 +67,7 @@ Advice advise(const AdviceBaseline& b, const AdviseOptions& o, const AdviceRunne
 
   // The scaling curve: the baseline's own count and every other count that ran.
   std::vector<ScalingPoint> curve;
-  if (!counts.empty()) curve.push_back({b.nodes, a.baseline});
+  if (!counts.empty() && b.whole_servers) curve.push_back({b.nodes, a.baseline});
   for (std::size_t i = fixed; i < nodes_end; ++i)
     if (trials[i].outcome) curve.push_back({variant_nodes[i - fixed], *trials[i].outcome});
   a.scaling = summarize_scaling(std::move(curve));

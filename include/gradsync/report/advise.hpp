@@ -24,8 +24,11 @@ namespace gradsync {
 struct AdviceBaseline {
   bool cluster_template = false;  // the topology is a template: nodes, NICs and the network
                                   // can be overridden (topology_overrides.*)
-  int nodes = 1;
+  int nodes = 1;  // servers the scenario's GPUs occupy (its first `gpus` fill them in order)
   int gpus_per_node = 1;
+  // The GPUs fill every one of those servers: the baseline is a point of the scaling curve,
+  // whose other points use whole servers (12 GPUs on 8-GPU servers are not 2 servers' worth).
+  bool whole_servers = true;
   int nics_per_node = 0;
   std::optional<std::uint32_t> scenario_gpus;  // the scenario's `gpus:` (first N GPUs)
   std::optional<Fabric> network_fabric;        // unset: one server, no network

@@ -173,6 +173,18 @@ TEST_CASE("advice_baseline reads the scenario's settings and the template's shap
   CHECK(priced.nodes == 4);
   CHECK(priced.gpus_per_node == 8);
   CHECK(priced.transformer);
+  CHECK(priced.whole_servers);
+
+  // The first 12 GPUs fill 2 of the 4 servers, the second one half: the baseline is 2 servers
+  // but not a point of the whole-server scaling curve, whose 2-server point runs 16 GPUs.
+  const AdviceBaseline twelve = advice_baseline(load_scenario_file(
+      GRADSYNC_SOURCE_DIR "/scenarios/llama-7b-4node-ib.yaml", {"gpus=12"}));
+  CHECK(twelve.nodes == 2);
+  CHECK_FALSE(twelve.whole_servers);
+  const AdviceBaseline sixteen = advice_baseline(load_scenario_file(
+      GRADSYNC_SOURCE_DIR "/scenarios/llama-7b-4node-ib.yaml", {"gpus=16"}));
+  CHECK(sixteen.nodes == 2);
+  CHECK(sixteen.whole_servers);
 }
 
 TEST_CASE("advice_text: baseline, what-ifs best first, networks, scaling and the 30 % rule") {

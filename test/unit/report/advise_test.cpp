@@ -462,6 +462,23 @@ TEST_CASE("advise(): both searches end at the rule's thresholds of a synthetic c
   CHECK(a.scaling.curve.front().nodes == 1);
   CHECK(a.scaling.peak_nodes == 1);
   CHECK_FALSE(a.scaling.breakeven_nodes);  // no count tried beats one server
+
+  // A baseline that leaves its last server part empty (gpus: 6 on 4-GPU servers) is not a
+  // point of the whole-server curve: its 2 servers are run with all their GPUs.
+  SyntheticCluster partial_cluster;
+  AdviceBaseline partial = two_servers_on_10gbe();
+  partial.scenario_gpus = 6;
+  partial.whole_servers = false;
+  const Advice p = advise(partial, AdviseOptions{}, partial_cluster.runner());
+  bool two_whole = false;
+  for (const auto& sets : partial_cluster.calls)
+    two_whole = two_whole || (std::find(sets.begin(), sets.end(), "topology_overrides.nodes=2") !=
+                                  sets.end() &&
+                              std::find(sets.begin(), sets.end(), "gpus=8") != sets.end());
+  CHECK(two_whole);
+  const auto twos = std::count_if(p.scaling.curve.begin(), p.scaling.curve.end(),
+                                  [](const ScalingPoint& q) { return q.nodes == 2; });
+  CHECK(twos == 1);
 }
 
 TEST_CASE("advise(): a baseline that meets the rule needs no search; a failing one stops") {
