@@ -497,8 +497,9 @@ struct CollectiveRequest {
   Algorithm algorithm = Algorithm::Ring;
   std::uint32_t ranks = 1;           // participants (workers + dedicated servers for ps)
   std::uint32_t ranks_per_node = 1;  // tree / hierarchical: ranks are node-major
-  // Ring: the consecutive runs of ranks on one server (node_blocks() in rank_placement.hpp), for rings
-  // over servers filled unevenly (ranks_per_node 1 then); empty: ranks_per_node describes them.
+  // The consecutive runs of ranks on one server (node_blocks() in rank_placement.hpp): rings,
+  // trees and NVLSTree over servers filled unevenly (8 + 4: ranks_per_node 1 then; hierarchical
+  // refuses them); empty: ranks_per_node describes them.
   std::vector<std::uint32_t> node_sizes;
   // nvls across servers (with SHARP): NvlsSharpOptions::sharp_of_local; empty = one NVLink
   // domain (plan_nvls_allreduce). collnetchain, collnetdirect: CollNetChainOptions::sharp_of_local
