@@ -169,6 +169,10 @@ SYSTEMS = [
     dict(prefix="GH-cwnccltests92-h100-2x8-", topology="dgx-h100-4node-ib.yaml",
          overrides={"nodes": 2}, heldout=True),
     dict(prefix="GH-cwnccltests92-b200-2x8-", topology="dgx-b200-2node-ib.yaml", heldout=True),
+    # Held out: one p4d.24xlarge (8 x A100 40 GB on NVSwitch, NVIDIA/nccl#527, 1 GiB): the
+    # shipped p4de server alone (A100 80 GB, the same NVLink3 and NVSwitch), nothing set from it.
+    dict(prefix="GH-nccl527-p4d-1x8-", topology="aws-p4de-2node-efa.yaml",
+         overrides={"nodes": 1}, heldout=True),
     # Held out: 8 x RTX 5090 without P2P (NVIDIA/nccl#1639): the DRAM through which NCCL's SHM
     # transport stages every byte bounds the ring (the memory efficiency comes from STREAM, not
     # from these rows). Peaks of 1-8 GiB sweeps, simulated at 8 GiB.
