@@ -48,7 +48,6 @@ std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> uses(const Ring
   return u;
 }
 
-
 // One DGX-1: the cube-mesh at 150 GB/s per GPU (25 GB/s per link), 4 NICs on 4 PCIe switches
 // (two GPUs each), two sockets.
 Topology dgx1() {
