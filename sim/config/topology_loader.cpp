@@ -132,8 +132,18 @@ NodeSpec read_node(const MapReader& top) {
   n.nics = static_cast<int>(r.opt_integer("nics", 0, 1024).value_or(0));
   if (r.has("nic_bandwidth")) n.nic_bandwidth = link_rate(r, "nic_bandwidth");
   if (r.has("pcie")) {
-    MapReader p(r.node("pcie"), r.file(), "node.pcie", {"bandwidth", "latency", "efficiency"});
+    MapReader p(r.node("pcie"), r.file(), "node.pcie",
+                {"bandwidth", "latency", "efficiency", "p2p"});
     n.pcie = read_group(p, Fabric::Pcie);
+    // p2p: whether GPUs and NICs exchange data peer to peer through their PCIe switch
+    // (GPUDirect RDMA); false sends it up to the CPU and back (NodeSpec::nic_p2p).
+    if (const auto p2p = p.opt_boolean("p2p")) {
+      if (n.intra.fabric != Fabric::NvLink)
+        p.fail("p2p", "applies to NVLink servers only (on PCIe servers node.intra.p2p says "
+                      "whether traffic turns at the CPU)");
+      if (n.nics == 0) p.fail("p2p", "needs node.nics > 0 (it is the GPU <-> NIC path)");
+      n.nic_p2p = *p2p;
+    }
   }
   const bool partial_mesh = std::any_of(n.nvlinks.begin(), n.nvlinks.end(), [&](const auto& row) {
     return std::count(row.begin(), row.end(), 0) > 1;  // a zero besides the diagonal

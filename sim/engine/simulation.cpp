@@ -80,16 +80,19 @@ void Simulation::Impl::expand_link_bytes() {
                                                      static_cast<DeviceId>(key & 0xffffffffULL));
     if (route == nullptr) continue;
     if (!route->link_shares.empty()) {  // QPs or adaptive spreading: bytes × share per link
-      for (const LinkShare& s : route->link_shares)
-        (topology->link(s.link).a == s.from ? bytes_a_to_b : bytes_b_to_a)[s.link] +=
+      for (const LinkShare& s : route->link_shares) {
+        const Link& l = topology->link(s.link);
+        (l.a == s.from ? bytes_a_to_b : bytes_b_to_a)[l.shares.value_or(s.link)] +=
             bytes * s.share;
+      }
       continue;
     }
+    // A link that shares another's physical link (Link::shares) counts there, same orientation.
     const auto& devices = route->route.devices;
     const auto& links = route->route.links;
     for (std::size_t i = 0; i < links.size(); ++i) {
       const Link& l = topology->link(links[i]);
-      (devices[i] == l.a ? bytes_a_to_b : bytes_b_to_a)[links[i]] += bytes;
+      (devices[i] == l.a ? bytes_a_to_b : bytes_b_to_a)[l.shares.value_or(links[i])] += bytes;
     }
   }
   pair_bytes.clear();

@@ -117,6 +117,19 @@ std::vector<RailNic> rail_nics(const Topology& topology, DeviceId gpu) {
         std::reverse(rail.path.links.begin(), rail.path.links.end());
         out.push_back(std::move(rail));
       }
+      // A PCIe switch without GPU <-> NIC P2P (Link::shares) puts every NIC of the socket at
+      // the same depth; NCCL still sees the GPU and the NIC under one switch and binds the
+      // GPU's channels to that NIC: the paths that climb and come back down one uplink.
+      const auto same_switch = [&](const RailNic& r) {
+        for (LinkId a : r.path.links)
+          for (LinkId b : r.path.links)
+            if (topology.link(b).shares == a) return true;
+        return false;
+      };
+      if (std::any_of(out.begin(), out.end(), same_switch))
+        out.erase(std::remove_if(out.begin(), out.end(),
+                                 [&](const RailNic& r) { return !same_switch(r); }),
+                  out.end());
       return out;
     }
     frontier = std::move(next);
@@ -217,7 +230,16 @@ PathSpread spread_paths(const Topology& topology, const Router& router, DeviceId
       crosses_network(topology, first)) {
     const std::vector<RailNic> from = rail_nics(topology, src);
     const std::vector<RailNic> to = rail_nics(topology, dst);
-    if (!from.empty() && !to.empty() && (from.size() > 1 || to.size() > 1))
+    // One rail each: the Router's routes already pass its NICs, except behind a switch without
+    // GPU <-> NIC P2P, where every NIC of the socket is as close (rail_nics keeps the own one).
+    const auto via_cpu = [&](const std::vector<RailNic>& rails) {
+      return std::any_of(rails.begin(), rails.end(), [&](const RailNic& r) {
+        return std::any_of(r.path.links.begin(), r.path.links.end(),
+                           [&](LinkId id) { return topology.link(id).shares.has_value(); });
+      });
+    };
+    if (!from.empty() && !to.empty() &&
+        (from.size() > 1 || to.size() > 1 || via_cpu(from) || via_cpu(to)))
       if (PathSpread rails = spread_rails(topology, router, from, to, routing, qps, flow_hash);
           !rails.qp_routes.empty())
         return rails;

@@ -228,7 +228,10 @@ Platform build_platform(sg4::Engine& engine, const Topology& topology, const Rou
       throw std::logic_error(fmt::format("build_platform: link {} has no bandwidth", id));
     const std::string name =
         fmt::format("link{}:{}-{}", id, devices.at(l.a).name, devices.at(l.b).name);
-    if (l.duplex == Duplex::Full) {
+    if (l.shares) {  // the same physical link as an earlier one, in the same orientation
+      p.links.push_back(p.links.at(*l.shares));
+      route_links.push_back(route_links.at(*l.shares));
+    } else if (l.duplex == Duplex::Full) {
       sg4::SplitDuplexLink* sd = p.zone->create_split_duplex_link(name, bw);
       sd->seal();
       p.links.push_back({sd->get_link_up(), sd->get_link_down()});

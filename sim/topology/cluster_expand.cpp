@@ -127,39 +127,58 @@ class ClusterBuilder {
       // GPU pairs without an NVLink (a partial mesh) talk over PCIe: every GPU, or the PCIe
       // switch it shares with NICs, on its socket's CPU, the CPUs joined by node.socket_link.
       std::vector<DeviceId> cpus;
-      if (partial_mesh(n)) {
+      const bool nics_via_cpu = !n.nic_p2p && n.nics > 0;
+      if (partial_mesh(n) || nics_via_cpu) {
         for (int s = 0; s < n.sockets; ++s)
           cpus.push_back(device(p + fmt::format("cpu{}", s), DeviceKind::Cpu, i, n.origin));
         for (int a = 0; a < n.sockets; ++a)
           for (int b = a + 1; b < n.sockets; ++b)
             link(cpus[static_cast<std::size_t>(a)], cpus[static_cast<std::size_t>(b)],
                  *n.socket_link, Fabric::Socket);
-        if (n.nics == 0 || n.nics == n.gpus)
+        if (partial_mesh(n) && !nics_via_cpu && (n.nics == 0 || n.nics == n.gpus))
           for (int j = 0; j < n.gpus; ++j)
             link(gpus[static_cast<std::size_t>(j)],
                  cpus[static_cast<std::size_t>(socket_of(j, n.gpus))], *n.pcie, Fabric::Pcie);
       }
       // NICs hang off the GPUs' PCIe side: one per GPU directly, otherwise through PCIe
       // switches shared by neighbouring GPUs and NICs.
-      if (n.nics == n.gpus) {
+      if (n.nics == n.gpus && !nics_via_cpu) {
         nic_parent = gpus;
       } else if (n.nics > 0) {
+        // Without P2P between GPUs and NICs (node.pcie.p2p: false: PCIe ACS redirecting it to
+        // the root complex, or no GPUDirect RDMA) their traffic climbs the shared switch's
+        // uplink to the CPU and comes back down. Each switch is then expanded as two halves,
+        // one for its GPUs and one for its NICs, each on the CPU through the same physical
+        // uplink (Link::shares): no path turns below the CPU, and the uplink carries every
+        // such byte once each way.
         const int switches = std::min(n.gpus, n.nics);
-        std::vector<DeviceId> pcie_sw;
+        std::vector<DeviceId> gpu_side, nic_side;
         for (int s = 0; s < switches; ++s) {
-          pcie_sw.push_back(device(p + fmt::format("pcie{}", s), DeviceKind::PcieSwitch, i,
-                                   n.pcie->origin));
-          if (!cpus.empty())  // the switch's uplink to its socket
-            link(pcie_sw.back(), cpus[static_cast<std::size_t>(socket_of(s, switches))], *n.pcie,
-                 Fabric::Pcie);
+          gpu_side.push_back(device(p + fmt::format("pcie{}", s), DeviceKind::PcieSwitch, i,
+                                    n.pcie->origin));
+          if (cpus.empty()) {
+            nic_side.push_back(gpu_side.back());
+            continue;
+          }
+          const DeviceId cpu = cpus[static_cast<std::size_t>(socket_of(s, switches))];
+          link(gpu_side.back(), cpu, *n.pcie, Fabric::Pcie);  // the switch's uplink
+          if (!nics_via_cpu) {
+            nic_side.push_back(gpu_side.back());
+            continue;
+          }
+          const LinkId uplink = topo_.links().size() - 1;
+          nic_side.push_back(device(p + fmt::format("pcie{}.nics", s), DeviceKind::PcieSwitch,
+                                    i, n.pcie->origin));
+          link(nic_side.back(), cpu, *n.pcie, Fabric::Pcie);
+          topo_.set_link_shares(topo_.links().size() - 1, uplink);
         }
         for (int j = 0; j < n.gpus; ++j)
           link(gpus[static_cast<std::size_t>(j)],
-               pcie_sw[static_cast<std::size_t>(static_cast<long long>(j) * switches / n.gpus)],
+               gpu_side[static_cast<std::size_t>(static_cast<long long>(j) * switches / n.gpus)],
                *n.pcie, Fabric::Pcie);
         for (int k = 0; k < n.nics; ++k)
           nic_parent.push_back(
-              pcie_sw[static_cast<std::size_t>(static_cast<long long>(k) * switches / n.nics)]);
+              nic_side[static_cast<std::size_t>(static_cast<long long>(k) * switches / n.nics)]);
       }
     } else {
       // PCIe server: GPUs on a PCIe switch per socket, or directly on the CPU root complex.

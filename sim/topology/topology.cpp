@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -134,6 +135,17 @@ LinkId Topology::add_link(Link link) {
   if (link.b != link.a) adjacency_[link.b].push_back(id);
   links_.push_back(std::move(link));
   return id;
+}
+
+void Topology::set_link_shares(LinkId id, LinkId primary) {
+  if (id >= links_.size() || primary >= id)
+    throw std::out_of_range("Topology::set_link_shares: the primary must be an earlier link");
+  const Link& p = links_[primary];
+  Link& l = links_[id];
+  if (p.shares || p.fabric != l.fabric || p.bandwidth.bytes_per_second() != l.bandwidth.bytes_per_second() ||
+      p.efficiency != l.efficiency || p.duplex != l.duplex)
+    throw std::logic_error("Topology::set_link_shares: not the same physical link");
+  l.shares = primary;
 }
 
 std::optional<DeviceId> Topology::find_device(std::string_view name) const {

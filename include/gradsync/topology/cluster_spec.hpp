@@ -66,6 +66,11 @@ struct NodeSpec {
   int nics = 0;                          // nics == gpus: one NIC per GPU (rail-optimized)
   BytesPerSecond nic_bandwidth{0.0};     // network line rate of one NIC
   std::optional<LinkGroupSpec> pcie;     // GPU <-> NIC (nvlink servers) or NIC <-> CPU (pcie)
+  // nvlink servers: GPU <-> NIC traffic goes peer to peer through the PCIe switch they share
+  // (node.pcie.p2p, GPUDirect RDMA). false: PCIe ACS redirects it to the root complex, or
+  // GPUDirect RDMA is unavailable, so each byte climbs the switch's uplink to the CPU and comes
+  // back down (sim/fabric/README.md, PCIe).
+  bool nic_p2p = true;
   SourceMark origin;
 };
 

@@ -102,6 +102,12 @@ struct Link {
   double efficiency = 1.0;        // 0 < e <= 1: share of the line rate that carries payload
   Duplex duplex = Duplex::Full;
   SourceMark origin;
+  // The same physical link as link `shares` (an earlier id, the same rate and orientation: `a`
+  // is the switch side of both): a PCIe switch without P2P toward its NICs is expanded as two
+  // halves, the GPUs' and the NICs', each joined to the CPU by "its" uplink, so that GPU <-> NIC
+  // traffic climbs to the CPU and comes back down (cluster_expand.cpp). The platform gives both
+  // one SimGrid link, and link loads are counted on `shares`.
+  std::optional<LinkId> shares;
 
   [[nodiscard]] BytesPerSecond effective_bandwidth() const { return bandwidth * efficiency; }
   [[nodiscard]] DeviceId other(DeviceId end) const { return end == a ? b : a; }
@@ -201,6 +207,9 @@ class Topology {
 
   DeviceId add_device(Device device);
   LinkId add_link(Link link);
+  // Link `id` is the same physical link as `primary` (Link::shares): an earlier link of the same
+  // fabric, rate and efficiency.
+  void set_link_shares(LinkId id, LinkId primary);
 
   [[nodiscard]] const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }

@@ -3,6 +3,7 @@
 // file of the shipped library under topologies/. Names, nodes, link counts and efficiencies are
 // checked against what the files say, worked out by hand.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "gradsync/config/topology_loader.hpp"
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 #include "gradsync/topology/topology.hpp"
 
 namespace {
@@ -336,6 +338,59 @@ links:
 )", "explicit.yaml");
   CHECK_FALSE(expl.topology.device(id_of(expl.topology, "sw0")).p2p);
   CHECK(expl.topology.device(id_of(expl.topology, "sw1")).p2p);
+}
+
+TEST_CASE("node.pcie.p2p: false splits each GPU/NIC switch in two halves on one uplink") {
+  const auto server = [](const char* nics, const char* p2p) {
+    return fmt::format(R"(nodes: 2
+node:
+  gpus: 8
+  sockets: 2
+  socket_link: {{bandwidth: 64GB/s, latency: 1us}}
+  intra: {{fabric: nvlink, switch: true, bandwidth: 300GB/s, latency: 300ns}}
+  nics: {}
+  nic_bandwidth: 200Gbps
+  pcie: {{bandwidth: 32GB/s, latency: 500ns{}}}
+network: {{fabric: infiniband, shape: single-switch, link_latency: 1us, switch_latency: 200ns}}
+)", nics, p2p);
+  };
+  const TopologyFile on = load_topology_text(server("2", ""), "on.yaml");
+  CHECK(on.cluster->node.nic_p2p);
+  CHECK_FALSE(on.topology.find_device("n0.pcie0.nics").has_value());
+  const TopologyFile off = load_topology_text(server("2", ", p2p: false"), "off.yaml");
+  const Topology& t = off.topology;
+  CHECK_FALSE(off.cluster->node.nic_p2p);
+  // Per switch: the GPUs' half on the CPU of its socket, the NICs' half on the same CPU through
+  // a link that is the same physical uplink (same rate, a = the switch side of both).
+  for (int s = 0; s < 2; ++s) {
+    const std::string cpu = fmt::format("n0.cpu{}", s);
+    const auto up = links_between(t, fmt::format("n0.pcie{}", s), cpu);
+    const auto twin = links_between(t, fmt::format("n0.pcie{}.nics", s), cpu);
+    REQUIRE(up.size() == 1);
+    REQUIRE(twin.size() == 1);
+    CHECK_FALSE(up[0]->shares.has_value());
+    REQUIRE(twin[0]->shares.has_value());
+    CHECK(&t.link(*twin[0]->shares) == up[0]);
+    CHECK(t.device(twin[0]->a).name == fmt::format("n0.pcie{}.nics", s));
+    CHECK(links_between(t, fmt::format("n0.pcie{}.nics", s), fmt::format("n0.nic{}", s)).size() == 1);
+  }
+  // GPUs 0-3 on switch 0, 4-7 on switch 1; no GPU has a link to a NIC or to a NIC's half.
+  CHECK(links_between(t, "n0.gpu3", "n0.pcie0").size() == 1);
+  CHECK(links_between(t, "n0.gpu4", "n0.pcie1").size() == 1);
+  CHECK(links_between(t, "n0.gpu0", "n0.pcie0.nics").empty());
+  CHECK(links_between(t, "n0.gpu0", "n0.nic0").empty());
+  // NCCL binds a GPU's channels to the NIC under its own switch, which no shorter path tells
+  // apart from the socket's others: every path climbs to the CPU.
+  const auto rails = rail_nics(t, id_of(t, "n0.gpu5"));
+  REQUIRE(rails.size() == 1);
+  CHECK(t.device(rails[0].nic).name == "n0.nic1");
+  CHECK(rails[0].path.devices.size() == 5);  // gpu5, pcie1, cpu1, pcie1.nics, nic1
+  // One NIC per GPU: a switch pair per GPU.
+  const TopologyFile rail = load_topology_text(server("8", ", p2p: false"), "rail.yaml");
+  CHECK(rail.topology.find_device("n1.pcie7.nics").has_value());
+  const auto own = rail_nics(rail.topology, id_of(rail.topology, "n1.gpu6"));
+  REQUIRE(own.size() == 1);
+  CHECK(rail.topology.device(own[0].nic).name == "n1.nic6");
 }
 
 TEST_CASE("host_memory: the DRAM of GPUs on the root complex without P2P, and fabric: memory") {
