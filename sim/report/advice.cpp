@@ -25,6 +25,7 @@ std::string_view to_string(AdviceKind kind) {
     case AdviceKind::Strategy: return "strategy";
     case AdviceKind::Algorithm: return "algorithm";
     case AdviceKind::Sharp: return "sharp";
+    case AdviceKind::Gdr: return "gdr";
   }
   return "?";
 }
@@ -199,6 +200,17 @@ std::vector<AdviceVariant> plan_advice_variants(const AdviceBaseline& b) {
     v.kind = AdviceKind::Sharp;
     v.change = "InfiniBand SHARP: off → on (the switches reduce: NVLS across servers, CollNet)";
     v.sets = {"topology_overrides.network.sharp=true"};
+    v.same_prices = true;
+    out.push_back(std::move(v));
+  }
+
+  // GPU <-> NIC peer to peer (GPUDirect RDMA) where the topology turns it at the CPU: PCIe ACS
+  // disabled (or set to allow it) and nvidia-peermem loaded cost nothing but configuration.
+  if (b.cluster_template && b.nodes > 1 && b.network_fabric && !b.nic_p2p) {
+    AdviceVariant v;
+    v.kind = AdviceKind::Gdr;
+    v.change = "GPU ↔ NIC peer to peer: off → on (PCIe ACS off, GPUDirect RDMA)";
+    v.sets = {"topology_overrides.node.pcie.p2p=true"};
     v.same_prices = true;
     out.push_back(std::move(v));
   }

@@ -68,6 +68,7 @@ AdviceBaseline advice_baseline(const LoadedScenario& loaded) {
     if (c->network) {
       b.network_fabric = c->network->fabric;
       b.network_sharp = c->network->sharp;
+      b.nic_p2p = c->node.nic_p2p;
     }
     if (c->cost) {
       b.has_cost = true;

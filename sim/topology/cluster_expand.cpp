@@ -186,7 +186,7 @@ class ClusterBuilder {
       // that forwards nothing between them, joined to the CPU by the socket's DRAM: every
       // byte a GPU sends is written to host memory (one direction of that link) and read
       // back by its consumer (the other), so each direction carries half the DRAM's rate.
-      std::vector<DeviceId> cpus, attach;
+      std::vector<DeviceId> cpus, attach, nic_attach;
       for (int s = 0; s < n.sockets; ++s) {
         cpus.push_back(device(p + fmt::format("cpu{}", s), DeviceKind::Cpu, i, n.origin));
         if (n.intra_shape == IntraShape::Switch || n.host_memory) {
@@ -200,21 +200,33 @@ class ClusterBuilder {
           else
             link(sw, cpus.back(), n.intra, Fabric::Pcie);  // the switch's x16 uplink
           attach.push_back(sw);
+          nic_attach.push_back(sw);
+          if (!ports && !n.pcie_p2p && n.nics > 0) {
+            // Without P2P, GPU <-> NIC traffic turns at the CPU too (no GPUDirect RDMA): the
+            // NICs sit on the switch's other half, on the same uplink (as for NVLink servers
+            // with node.pcie.p2p: false).
+            const LinkId uplink = topo_.links().size() - 1;
+            nic_attach.back() = device(p + fmt::format("pcie{}.nics", s), DeviceKind::PcieSwitch,
+                                       i, n.intra.origin);
+            link(nic_attach.back(), cpus.back(), n.intra, Fabric::Pcie);
+            topo_.set_link_shares(topo_.links().size() - 1, uplink);
+          }
         } else {
           attach.push_back(cpus.back());
+          nic_attach.push_back(cpus.back());
         }
       }
       for (int j = 0; j < n.gpus; ++j)
         link(gpus[static_cast<std::size_t>(j)],
              attach[static_cast<std::size_t>(socket_of(j, n.gpus))], n.intra, Fabric::Pcie);
       // NICs of staged GPUs hang off the CPU: their data is staged in host memory too.
-      if (n.host_memory) attach = cpus;
+      if (n.host_memory) nic_attach = cpus;
       for (int a = 0; a < n.sockets; ++a)
         for (int b = a + 1; b < n.sockets; ++b)
           link(cpus[static_cast<std::size_t>(a)], cpus[static_cast<std::size_t>(b)],
                *n.socket_link, Fabric::Socket);
       for (int k = 0; k < n.nics; ++k)
-        nic_parent.push_back(attach[static_cast<std::size_t>(socket_of(k, n.nics))]);
+        nic_parent.push_back(nic_attach[static_cast<std::size_t>(socket_of(k, n.nics))]);
     }
 
     for (int k = 0; k < n.nics; ++k) {

@@ -14,6 +14,11 @@ GPUs, every PCIe link (and the switch's uplink to the CPU) P per direction, NICs
    busbw = k * min(N, P / 2). 2 x HDR on Gen4: 50 and 32 GB/s (not half: N < P). Asserted
    within 2 %, in both fidelities, so that a model that ignored p2p (50), charged the uplink once
    (50), or halved the NIC instead of the uplink (25) fails.
+   The same on a PCIe server (node.intra.p2p: false under one PCIe switch of g GPUs and one
+   NIC, 2 servers, ring of one channel): the uplink carries each of the g - 1 hops inside the
+   server, the hop to the NIC and the hop from it, once each way: busbw = min(N, P / (g + 1))
+   = 32 / 5 = 6.4 GB/s for g = 4 (with P2P, 25: the NIC). GPU <-> NIC turning inside the switch
+   would give 32 / 3 = 10.7.
 2. The published run (shipped defaults, software: nccl, NCCL's choice): nccl#949 measured
    ~27 GB/s with ACS on and 48 GB/s once ACS was set right. The simulated busbw at 1 GiB must be
    within 15 % of each; without the model the ACS run would be simulated at 48 (+78 %).
@@ -43,6 +48,20 @@ def busbw(gradsync, topology, *sets, algo="ring", fidelity="auto"):
     return rows[0]["busbw_GBps"], rows[0]["algorithm"]
 
 
+PCIE_SERVER = """name: pcie-2node-4gpu
+software: none
+nodes: 2
+node:
+  gpus: 4
+  intra: {{fabric: pcie, switch: true, bandwidth: 32GB/s, latency: 500ns, efficiency: 1, p2p: {p2p}}}
+  nics: 1
+  nic_bandwidth: 200Gbps
+  pcie: {{bandwidth: 32GB/s, latency: 500ns, efficiency: 1}}
+network: {{fabric: infiniband, shape: single-switch, link_latency: 1us, switch_latency: 200ns,
+          efficiency: 1}}
+"""
+
+
 def main():
     gradsync = cli.executable("gradsync")
     topology = sys.argv[1]
@@ -57,6 +76,18 @@ def main():
             ok &= good
             print(f"closed form, p2p {p2p}, {fidelity}: busbw {got:.2f} GB/s, expected "
                   f"{expected:.2f} ({err:+.1%}) {'ok' if good else 'FAIL'}")
+    for p2p in ("true", "false"):
+        gpus = 4
+        expected = min(NIC_GBPS, PCIE_GBPS if p2p == "true" else PCIE_GBPS / (gpus + 1))
+        for fidelity in ("flow", "step"):
+            rows = cli.bench_text(PCIE_SERVER.format(p2p=p2p), "--algo", "ring", "--min", "1GiB",
+                                  "--max", "1GiB", "--fidelity", fidelity, exe=gradsync)
+            got = rows[0]["busbw_GBps"]
+            err = got / expected - 1.0
+            good = abs(err) <= CLOSED_FORM_TOLERANCE
+            ok &= good
+            print(f"closed form, PCIe server, intra.p2p {p2p}, {fidelity}: busbw {got:.2f} GB/s, "
+                  f"expected {expected:.2f} ({err:+.1%}) {'ok' if good else 'FAIL'}")
     for p2p in ("true", "false"):
         got, algo = busbw(gradsync, topology, f"node.pcie.p2p={p2p}", algo="auto")
         err = got / MEASURED[p2p] - 1.0

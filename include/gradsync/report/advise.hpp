@@ -33,6 +33,9 @@ struct AdviceBaseline {
   std::optional<std::uint32_t> scenario_gpus;  // the scenario's `gpus:` (first N GPUs)
   std::optional<Fabric> network_fabric;        // unset: one server, no network
   bool network_sharp = false;                  // network.sharp: the switches reduce (SHARP)
+  // node.pcie.p2p: GPUs and NICs talk peer to peer through their PCIe switch (GPUDirect RDMA;
+  // false: PCIe ACS on, or no GPUDirect RDMA: the traffic turns at the CPU).
+  bool nic_p2p = true;
   BytesPerSecond nic_bandwidth{0.0};
   SyncStrategy strategy = SyncStrategy::AllReduce;
   SyncAlgorithm algorithm = SyncAlgorithm::Auto;
@@ -55,7 +58,8 @@ struct AdviceBaseline {
 };
 
 enum class AdviceKind {
-  Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm, Parallel, Sharp
+  Nodes, Fabric, Nics, Overlap, Accumulation, Compression, Strategy, Algorithm, Parallel, Sharp,
+  Gdr
 };
 [[nodiscard]] std::string_view to_string(AdviceKind kind);  // "nodes", "fabric", ...
 

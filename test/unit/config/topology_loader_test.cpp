@@ -326,6 +326,23 @@ node:
 )", "off.yaml");
   CHECK_FALSE(off.topology.device(id_of(off.topology, "n0.pcie0")).p2p);
   CHECK_FALSE(off.cluster->node.pcie_p2p);
+  CHECK_FALSE(off.topology.find_device("n0.pcie0.nics").has_value());  // no NIC: no NIC half
+  // With NICs, they sit on the switch's other half, on the same uplink: no GPUDirect RDMA.
+  const TopologyFile nics = load_topology_text(R"(nodes: 1
+node:
+  gpus: 4
+  intra: {fabric: pcie, switch: true, bandwidth: 32GB/s, latency: 500ns, p2p: false}
+  nics: 1
+  nic_bandwidth: 100Gbps
+  pcie: {bandwidth: 16GB/s, latency: 500ns}
+)", "nics.yaml");
+  const auto up = links_between(nics.topology, "n0.pcie0", "n0.cpu0");
+  const auto twin = links_between(nics.topology, "n0.pcie0.nics", "n0.cpu0");
+  REQUIRE(up.size() == 1);
+  REQUIRE(twin.size() == 1);
+  CHECK(&nics.topology.link(twin[0]->shares.value()) == up[0]);
+  CHECK(links_between(nics.topology, "n0.pcie0.nics", "n0.nic0").size() == 1);
+  CHECK(links_between(nics.topology, "n0.pcie0", "n0.nic0").empty());
   const TopologyFile expl = load_topology_text(R"(devices:
   - {name: "gpu[0-1]", kind: gpu}
   - {name: sw0, kind: pcie-switch, p2p: false}

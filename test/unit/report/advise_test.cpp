@@ -95,6 +95,23 @@ TEST_CASE("advise: InfiniBand SHARP as a what-if where NCCL could use it") {
   CHECK(to_string(AdviceKind::Sharp) == "sharp");
 }
 
+TEST_CASE("advise: GPU-NIC peer to peer as a what-if where the topology turns it at the CPU") {
+  AdviceBaseline acs = two_servers_on_10gbe();
+  acs.nic_p2p = false;
+  const std::string gdr = "topology_overrides.node.pcie.p2p=true";
+  const auto vs = plan_advice_variants(acs);
+  CHECK(has_set(vs, gdr));
+  for (const AdviceVariant& v : vs)
+    if (v.kind == AdviceKind::Gdr) CHECK(v.same_prices);
+  // Not where it is already on, nor without a network (one server has no NIC traffic).
+  CHECK_FALSE(has_set(plan_advice_variants(two_servers_on_10gbe()), gdr));
+  AdviceBaseline one = acs;
+  one.nodes = 1;
+  one.network_fabric.reset();
+  CHECK_FALSE(has_set(plan_advice_variants(one), gdr));
+  CHECK(to_string(AdviceKind::Gdr) == "gdr");
+}
+
 TEST_CASE("advise: one server has no network, NIC or hierarchical what-ifs") {
   AdviceBaseline one;
   one.cluster_template = true;
