@@ -8,6 +8,9 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <utility>
+
+#include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync {
 
@@ -15,8 +18,8 @@ namespace {
 
 using Ring = std::vector<std::uint32_t>;
 
-// Which NIC each GPU of a server is nearest to, by hops: one router and one pass over the
-// devices for every server a call looks at.
+// Which NIC each GPU of a server is nearest to, by hops, then its rail: one router and one
+// pass over the devices for every server a call looks at.
 class NicLocator {
  public:
   explicit NicLocator(const Topology& topology) : topology_(topology), router_(topology) {
@@ -34,12 +37,19 @@ class NicLocator {
     const auto it = nics_.find(topology_.device(gpus.front()).node);
     if (it == nics_.end()) return near;
     for (std::size_t g = 0; g < gpus.size(); ++g) {
-      std::size_t best = SIZE_MAX;
-      for (std::size_t k = 0; k < it->second.size(); ++k)
-        if (const std::size_t h = router_.hops(gpus[g], it->second[k]); h < best) {
-          best = h;
+      // Ties go to the GPU's rail NICs (rail_nics: behind a switch without GPU <-> NIC P2P,
+      // every NIC of the socket is as many hops away, and NCCL uses the one on its switch).
+      std::vector<DeviceId> rails;
+      for (const RailNic& r : rail_nics(topology_, gpus[g])) rails.push_back(r.nic);
+      std::pair<std::size_t, bool> best{SIZE_MAX, true};
+      for (std::size_t k = 0; k < it->second.size(); ++k) {
+        const bool off_rail =
+            std::find(rails.begin(), rails.end(), it->second[k]) == rails.end();
+        if (const std::pair key{router_.hops(gpus[g], it->second[k]), off_rail}; key < best) {
+          best = key;
           near[g] = k;
         }
+      }
     }
     return near;
   }

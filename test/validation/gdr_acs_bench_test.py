@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU <-> NIC traffic without peer to peer (node.pcie.p2p: false): closed form and a published run.
 
-Usage: GRADSYNC=path/to/gradsync gdr_acs_bench_test.py TOPOLOGY
+Usage: GRADSYNC=path/to/gradsync gdr_acs_bench_test.py TOPOLOGY [TOPOLOGIES_DIR]
 
 TOPOLOGY is two NVSwitch servers with k NICs each, one PCIe switch per NIC shared with its
 GPUs, every PCIe link (and the switch's uplink to the CPU) P per direction, NICs N per direction
@@ -19,6 +19,10 @@ GPUs, every PCIe link (and the switch's uplink to the CPU) P per direction, NICs
    server, the hop to the NIC and the hop from it, once each way: busbw = min(N, P / (g + 1))
    = 32 / 5 = 6.4 GB/s for g = 4 (with P2P, 25: the NIC). GPU <-> NIC turning inside the switch
    would give 32 / 3 = 10.7.
+   Servers of directly NVLinked GPUs (TOPOLOGIES_DIR/hgx-h100-4gpu-2node-hdr-ib.yaml, shipped
+   defaults, NIC and uplink both 24 GB/s effective): ring and tree without P2P at half their
+   busbw with it (within 2 %), so that rings cut at a NIC other than the GPU's own (all NICs of
+   the socket are as many hops away) fail.
 2. The published run (shipped defaults, software: nccl, NCCL's choice): nccl#949 measured
    ~27 GB/s with ACS on and 48 GB/s once ACS was set right. The simulated busbw at 1 GiB must be
    within 15 % of each; without the model the ACS run would be simulated at 48 (+78 %).
@@ -88,6 +92,16 @@ def main():
             ok &= good
             print(f"closed form, PCIe server, intra.p2p {p2p}, {fidelity}: busbw {got:.2f} GB/s, "
                   f"expected {expected:.2f} ({err:+.1%}) {'ok' if good else 'FAIL'}")
+    if len(sys.argv) > 2:
+        mesh = os.path.join(sys.argv[2], "hgx-h100-4gpu-2node-hdr-ib.yaml")
+        for algo in ("ring", "tree"):
+            on, _ = busbw(gradsync, mesh, algo=algo)
+            off, _ = busbw(gradsync, mesh, "node.pcie.p2p=false", algo=algo)
+            ratio = off / on
+            good = abs(ratio / 0.5 - 1.0) <= CLOSED_FORM_TOLERANCE
+            ok &= good
+            print(f"NVLink mesh servers, {algo}: busbw {on:.2f} -> {off:.2f} GB/s without P2P "
+                  f"(x{ratio:.3f}, expected x0.500) {'ok' if good else 'FAIL'}")
     for p2p in ("true", "false"):
         got, algo = busbw(gradsync, topology, f"node.pcie.p2p={p2p}", algo="auto")
         err = got / MEASURED[p2p] - 1.0
