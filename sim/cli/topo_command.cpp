@@ -52,6 +52,7 @@ nlohmann::ordered_json summary_json(const TopologySummary& s) {
       {"rail_nics_per_gpu", {{"min", s.rail_nics_min}, {"max", s.rail_nics_max}}},
       {"gpus_per_nic_max", s.gpus_per_nic_max},
       {"sharp_switches", s.sharp_switches},
+      {"shared_uplinks", s.shared_uplinks},
       {"nvlink_mesh", s.mesh_gpus == 0
                           ? nlohmann::ordered_json(nullptr)
                           : nlohmann::ordered_json{{"gpus", s.mesh_gpus},

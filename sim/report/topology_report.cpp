@@ -120,6 +120,11 @@ std::string format_summary(const TopologySummary& s) {
                          ? std::string("none shared")
                          : fmt::format("shared by up to {} GPUs", s.gpus_per_nic_max)));
   }
+  if (s.shared_uplinks > 0)
+    line(out, "GPU <-> NIC",
+         fmt::format("through the CPU, no peer to peer: {} carry each NIC's traffic both ways "
+                     "(up and back down)",
+                     plural(s.shared_uplinks, "PCIe switch uplink", "PCIe switch uplinks")));
   if (s.sharp_switches > 0)
     line(out, "in-network reduction",
          fmt::format("SHARP on {} (NVLS across servers)",

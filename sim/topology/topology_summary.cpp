@@ -359,6 +359,10 @@ TopologySummary summarize(const Topology& topology) {
   summary.gpu_model = topology.gpu_model();
   for (const Device& device : topology.devices()) ++summary.devices[device.kind];
   for (const Link& link : topology.links()) {
+    if (link.shares) {  // the same physical link as another: counted once, there
+      ++summary.shared_uplinks;
+      continue;
+    }
     FabricLinks& f = summary.links[link.fabric];
     ++f.count;
     f.total_bandwidth += link.bandwidth;

@@ -40,6 +40,9 @@ struct TopologySummary {
   std::size_t rail_nics_max = 0;
   std::size_t gpus_per_nic_max = 0;
   std::size_t sharp_switches = 0;  // network switches that reduce in the network (SHARP)
+  // PCIe switch uplinks that GPU <-> NIC traffic climbs and comes back down (no P2P between
+  // them: node.pcie.p2p or node.intra.p2p false; Link::shares), counted once in `links`.
+  std::size_t shared_uplinks = 0;
   // The first server's GPUs when NVLinked directly (no NVSwitch, nvlink_rings.hpp): the fewest
   // and most peers a GPU has an NVLink to, of mesh_gpus - 1; the share of the NVLinks that
   // rings along NVLink use (0: none stays on NVLink). mesh_gpus = 0 for other servers.

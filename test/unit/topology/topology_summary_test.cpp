@@ -359,6 +359,27 @@ TEST_CASE("diameter agrees with Router::hops on template clusters") {
   CHECK(s.diameter_hops == 6);
 }
 
+TEST_CASE("GPU <-> NIC without P2P: each uplink counted once, and said") {
+  ClusterSpec spec = dgx_cluster(2, NetworkShape::SingleSwitch);
+  const TopologySummary on = summarize(expand_cluster(spec));
+  CHECK(on.shared_uplinks == 0);
+  CHECK(format_summary(on).find("GPU <-> NIC") == std::string::npos);
+  spec.node.nic_p2p = false;
+  const Topology t = expand_cluster(spec);
+  const TopologySummary off = summarize(t);
+  // Per server, 8 switches (one per GPU/NIC pair), each with the GPU's half and the NIC's
+  // half on one uplink: PCIe links 8 GPU + 8 NIC + 8 uplinks, not 32.
+  CHECK(off.shared_uplinks == 16);
+  CHECK(off.links.at(Fabric::Pcie).count == 2 * 24);
+  CHECK(gbps(off.links.at(Fabric::Pcie).total_bandwidth) == doctest::Approx(2 * 24 * 64.0));
+  CHECK(off.devices.at(DeviceKind::PcieSwitch) == 2 * 16);
+  CHECK(format_summary(off).find("GPU <-> NIC             through the CPU, no peer to peer: 16 "
+                                 "PCIe switch uplinks") != std::string::npos);
+  // gpu - pcie - cpu - pcie.nics - nic - switch - nic - pcie.nics - cpu - pcie - gpu
+  CHECK(off.diameter_hops == 10);
+  CHECK(off.diameter_hops == router_diameter(t));
+}
+
 TEST_CASE("format_summary prints every figure with its unit") {
   const std::string text = format_summary(summarize(leaf_spine_2to1()));
   CHECK(text.find("leaf-spine-2to1") != std::string::npos);
