@@ -2,6 +2,7 @@
 // report, both pure functions of a scenario's result.
 #include "gradsync/report/run_report.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
@@ -238,10 +239,18 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
   out << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication\n",
                      "scaling efficiency", percent(m.scaling_efficiency),
                      plain ? r.ranks : r.gpus);
-  if (r.nodes > 1 && r.one_node_samples_per_s.value_or(0.0) > 0.0)
-    out << fmt::format("  {:<22}{:>12}   vs {} × one node ({} samples/s)\n", "",
-                       percent(*r.scaling_vs_one_node), r.nodes,
+  if (r.nodes > 1 && r.one_node_samples_per_s.value_or(0.0) > 0.0) {
+    // Servers filled unevenly: GPUs over a whole server's (8 + 4: 1.5 × one node of 8 GPUs).
+    const std::uint32_t fullest =
+        r.node_sizes.empty() ? 0 : *std::max_element(r.node_sizes.begin(), r.node_sizes.end());
+    const std::string worth =
+        fullest == 0 ? fmt::format("{}", r.nodes)
+                     : fmt::format("{:g}", static_cast<double>(r.gpus) / fullest);
+    out << fmt::format("  {:<22}{:>12}   vs {} × one node{} ({} samples/s)\n", "",
+                       percent(*r.scaling_vs_one_node), worth,
+                       fullest == 0 ? std::string() : fmt::format(" of {} GPUs", fullest),
                        rate_text(*r.one_node_samples_per_s));
+  }
   if (const auto cost = cluster_cost(loaded.topology.topology); cost && m.samples_per_s > 0.0)
     out << fmt::format("  {:<22}{:>12.3g}   {} per sample ({:.0f} {} cluster depreciated over "
                        "3 years: {:.2f} {}/hour)\n",

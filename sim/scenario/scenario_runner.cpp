@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -252,25 +253,38 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
           mesh_server_paths(topo, all.devices, all.base.node_sizes, all.base.channels);
   }
 
-  const bool multi_node = result.nodes > 1 && ppn > 1;
+  // The one-node reference: the first server, or on servers filled unevenly (8 + 4) the first
+  // of the fullest ones, a whole server's GPUs.
+  std::uint32_t node_gpus = ppn;
+  std::size_t node_first = 0;  // its first GPU in `devices`
+  if (!result.node_sizes.empty()) {
+    const auto fullest = std::max_element(result.node_sizes.begin(), result.node_sizes.end());
+    node_gpus = *fullest;
+    node_first = std::accumulate(result.node_sizes.begin(), fullest, std::size_t{0});
+  }
+  const bool multi_node = result.nodes > 1 && node_gpus > 1;
   CollectiveTimer::Group one_node;
   if (multi_node) {
-    one_node.devices.assign(devices.begin(), devices.begin() + ppn);
+    const auto first = devices.begin() + static_cast<std::ptrdiff_t>(node_first);
+    one_node.devices.assign(first, first + node_gpus);
     one_node.base = all.base;
-    one_node.base.ranks = ppn;
+    one_node.base.ranks = node_gpus;
+    one_node.base.ranks_per_node = node_gpus;
+    one_node.base.node_sizes = {node_gpus};
+    one_node.base.mesh_server_paths.clear();
     one_node.base.channels = 1;
     if (hosts.empty()) {
-      one_node.base.mesh_rings = server_mesh_rings(topo, one_node.devices, ppn);
+      one_node.base.mesh_rings = server_mesh_rings(topo, one_node.devices, node_gpus);
       one_node.base.mesh_paths.clear();
     }
     if (!hosts.empty()) {  // one server's GPUs with the same server hosts
       one_node.devices.insert(one_node.devices.end(), hosts.begin(), hosts.end());
-      one_node.base.ranks = ppn + static_cast<std::uint32_t>(hosts.size());
+      one_node.base.ranks = node_gpus + static_cast<std::uint32_t>(hosts.size());
     } else {
       if (sc.sync.strategy != SyncStrategy::AllReduce &&
-          sc.sync.ps.placement == PsPlacement::Dedicated && sc.sync.ps.servers >= ppn)
+          sc.sync.ps.placement == PsPlacement::Dedicated && sc.sync.ps.servers >= node_gpus)
         one_node.base.ps.placement = ServerPlacement::Colocated;  // servers do not fit a node
-      one_node.base.ps.servers = std::min(sc.sync.ps.servers, ppn);
+      one_node.base.ps.servers = std::min(sc.sync.ps.servers, node_gpus);
     }
   }
 
@@ -289,7 +303,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                                   no_nvls.empty() ? std::string(" (one server: nvls; several: "
                                                                 "nvlstree, or nvls with SHARP)")
                                                   : ": " + no_nvls));
-  if (multi_node) set_in_switch(one_node, topo, one_node.devices, ppn, false, nullptr);
+  if (multi_node) set_in_switch(one_node, topo, one_node.devices, node_gpus, false, nullptr);
   // CollNetChain where the servers' NICs share SHARP switches (auto, or asked for: the loader
   // checked that it can run).
   const bool collnet_asked = sc.sync.algorithm == SyncAlgorithm::CollNetChain ||
@@ -315,7 +329,8 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       sc.sync.strategy == SyncStrategy::AllReduce) {
     all.nccl_view = nccl_topology_view(topo, all.devices, ppn, all.in_switch());
     if (multi_node)
-      one_node.nccl_view = nccl_topology_view(topo, one_node.devices, ppn, one_node.in_switch());
+      one_node.nccl_view =
+          nccl_topology_view(topo, one_node.devices, node_gpus, one_node.in_switch());
   }
 
   Simulation sim(topo, options.simgrid_args);
@@ -337,7 +352,7 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
         }
     };
     add_pairs(all, gpus);
-    if (multi_node) add_pairs(one_node, ppn);
+    if (multi_node) add_pairs(one_node, node_gpus);
     sim.build(pairs);
   }
   CollectiveTimer timer(sim, options.fidelity, SourceMark{sc.file.string(), 0, 0});
@@ -365,13 +380,13 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     result.one_node_samples_per_s = result.metrics.samples_per_s;
     result.scaling_vs_one_node = 1.0;
   } else if (multi_node) {
-    const std::uint32_t node_ranks = data_parallel_ranks(ppn, sc.sync);
+    const std::uint32_t node_ranks = data_parallel_ranks(node_gpus, sc.sync);
     if (node_ranks > 0) {
       const SyncPlan node_plan = plan_sync(result.buckets, sc.model, sc.sync, node_ranks);
       std::vector<Seconds> node_times;
       for (const BucketWire& wire : node_plan.buckets)
         node_times.push_back(timer.time(one_node, 1, wire.op,
-                                        algorithms_for(sc.sync, wire.op, ppn, ppn,
+                                        algorithms_for(sc.sync, wire.op, node_gpus, node_gpus,
                                                        one_node.in_switch(), one_node.tree_too,
                                                        nccl),
                                         wire.bytes,
@@ -381,9 +396,14 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
       const StepMetrics node_metrics =
           step_metrics(node_timeline, sc.compute, sc.training.accumulation, node_ranks);
       result.one_node_samples_per_s = node_metrics.samples_per_s;
+      // Servers' worth of GPUs: the node count, or on uneven servers GPUs / a whole server's
+      // (8 + 4 on 8-GPU servers: 1.5).
+      const double servers = result.node_sizes.empty()
+                                 ? static_cast<double>(result.nodes)
+                                 : static_cast<double>(gpus) / node_gpus;
       if (node_metrics.samples_per_s > 0.0)
         result.scaling_vs_one_node =
-            result.metrics.samples_per_s / (result.nodes * node_metrics.samples_per_s);
+            result.metrics.samples_per_s / (servers * node_metrics.samples_per_s);
     }
   }
 

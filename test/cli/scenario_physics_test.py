@@ -162,6 +162,22 @@ check("one server: scaling vs one node is 1", single["scaling_efficiency_vs_one_
 check("parallel layout across servers: no one-node reference", auto70["scaling_efficiency_vs_one_node"] is None,
       str(auto70["scaling_efficiency_vs_one_node"]))
 
+# 10b. Servers filled unevenly (12 GPUs of 8-GPU servers: 8 + 4): the one-node reference is a
+#      whole server, the same step as the scenario run on its first 8 GPUs, and the scaling
+#      divides by 12 / 8 = 1.5 servers' worth.
+uneven = run("llama-7b-4node-ib.yaml", "gpus=12")
+whole = run("llama-7b-4node-ib.yaml", "gpus=8")
+check("8 + 4 GPUs: one-node reference = the run on one whole server",
+      uneven["one_node_samples_per_s"] is not None and
+      abs(uneven["one_node_samples_per_s"] / whole["samples_per_s"] - 1) < 1e-9,
+      f"{uneven['one_node_samples_per_s']} vs {whole['samples_per_s']}")
+expected_scaling = uneven["samples_per_s"] / (1.5 * whole["samples_per_s"])
+check("8 + 4 GPUs: scaling vs one node over 1.5 servers' worth",
+      uneven["scaling_efficiency_vs_one_node"] is not None and
+      abs(uneven["scaling_efficiency_vs_one_node"] / expected_scaling - 1) < 1e-9 and
+      0.0 < expected_scaling <= 1.0 + 1e-9,
+      f"{uneven['scaling_efficiency_vs_one_node']} vs {expected_scaling}")
+
 # 11. Dedicated parameter servers sit on different machines (one NIC each on these servers):
 #     4 servers on 4 machines push and pull through 4 NICs, so the step is far shorter than
 #     with 1 (before, all four took the last machine's GPUs, behind one NIC: equal steps).

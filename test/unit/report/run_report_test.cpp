@@ -173,9 +173,11 @@ TEST_CASE("run text: header, time rows with shares, throughput, cost, verdict, l
   uneven.nodes = 2;
   uneven.ranks_per_node = 1;
   uneven.node_sizes = {8, 4};
-  CHECK(run_result_text(uneven, priced_scenario())
-            .rfind("synthetic on dgx-h100-4node-ib: 12 GPUs (2 nodes: 8 + 4), 12 data-parallel "
-                   "ranks\n", 0) == 0);
+  const std::string uneven_text = run_result_text(uneven, priced_scenario());
+  CHECK(uneven_text.rfind("synthetic on dgx-h100-4node-ib: 12 GPUs (2 nodes: 8 + 4), 12 "
+                          "data-parallel ranks\n", 0) == 0);
+  // Scaling versus one node: 12 GPUs are 1.5 whole servers' worth.
+  CHECK(contains(uneven_text, "80 %   vs 1.5 × one node of 8 GPUs (20.0 samples/s)"));
   CHECK(contains(text, "  step time                      2 s   (3 steps: 6 s)\n"));
   CHECK(contains(text, "  compute                      1.5 s   75 % of the step: 4 × (forward"));
   CHECK(contains(text, "  exposed communication       500 ms   25 % of the step (GPU waiting"));
