@@ -2,6 +2,7 @@
 // pairs, or adaptive routing as an ideal even split at every branching network switch.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <stdexcept>
 
@@ -223,28 +224,35 @@ PathSpread spread_rails(const Topology& topology, const Router& router,
 PathSpread spread_paths(const Topology& topology, const Router& router, DeviceId src,
                         DeviceId dst, Routing routing, std::uint32_t qps,
                         std::uint64_t flow_hash) {
-  Route first = router.route(src, dst, flow_hash);
   const Device& a = topology.device(src);
   const Device& b = topology.device(dst);
-  if (a.kind == DeviceKind::Gpu && b.kind == DeviceKind::Gpu && a.node != b.node &&
-      crosses_network(topology, first)) {
-    const std::vector<RailNic> from = rail_nics(topology, src);
-    const std::vector<RailNic> to = rail_nics(topology, dst);
-    // One rail each: the Router's routes already pass its NICs, except behind a switch without
-    // GPU <-> NIC P2P, where every NIC of the socket is as close (rail_nics keeps the own one).
-    const auto via_cpu = [&](const std::vector<RailNic>& rails) {
-      return std::any_of(rails.begin(), rails.end(), [&](const RailNic& r) {
-        return std::any_of(r.path.links.begin(), r.path.links.end(),
-                           [&](LinkId id) { return topology.link(id).shares.has_value(); });
-      });
-    };
-    if (!from.empty() && !to.empty() &&
-        (from.size() > 1 || to.size() > 1 || via_cpu(from) || via_cpu(to)))
-      if (PathSpread rails = spread_rails(topology, router, from, to, routing, qps, flow_hash);
-          !rails.qp_routes.empty())
-        return rails;
+  const bool apart = a.kind == DeviceKind::Gpu && b.kind == DeviceKind::Gpu && a.node != b.node;
+  std::vector<RailNic> from, to;
+  if (apart) {
+    from = rail_nics(topology, src);
+    to = rail_nics(topology, dst);
   }
-  return spread_one(topology, router, src, dst, routing, qps, flow_hash, std::move(first));
+  // One rail each: the Router's routes already pass its NICs, except behind a switch without
+  // GPU <-> NIC P2P, where every NIC of the socket is as close (rail_nics keeps the own one).
+  // Such servers are a cluster template's (Link::shares), joined only by its network: the
+  // Router's own route, whose search from a GPU would reach every NIC of its socket and every
+  // rail behind them, is not needed to tell.
+  const auto via_cpu = [&](const std::vector<RailNic>& rails) {
+    return std::any_of(rails.begin(), rails.end(), [&](const RailNic& r) {
+      return std::any_of(r.path.links.begin(), r.path.links.end(),
+                         [&](LinkId id) { return topology.link(id).shares.has_value(); });
+    });
+  };
+  const bool cpu_rails = !from.empty() && !to.empty() && (via_cpu(from) || via_cpu(to));
+  std::optional<Route> first;
+  if (!cpu_rails) first = router.route(src, dst, flow_hash);
+  if (apart && !from.empty() && !to.empty() &&
+      (cpu_rails || ((from.size() > 1 || to.size() > 1) && crosses_network(topology, *first))))
+    if (PathSpread rails = spread_rails(topology, router, from, to, routing, qps, flow_hash);
+        !rails.qp_routes.empty())
+      return rails;
+  if (!first) first = router.route(src, dst, flow_hash);
+  return spread_one(topology, router, src, dst, routing, qps, flow_hash, std::move(*first));
 }
 
 namespace {
