@@ -142,7 +142,8 @@ void Topology::set_link_shares(LinkId id, LinkId primary) {
     throw std::out_of_range("Topology::set_link_shares: the primary must be an earlier link");
   const Link& p = links_[primary];
   Link& l = links_[id];
-  if (p.shares || p.fabric != l.fabric || p.bandwidth.bytes_per_second() != l.bandwidth.bytes_per_second() ||
+  if (p.shares || p.fabric != l.fabric ||
+      p.bandwidth.bytes_per_second() != l.bandwidth.bytes_per_second() ||
       p.efficiency != l.efficiency || p.duplex != l.duplex)
     throw std::logic_error("Topology::set_link_shares: not the same physical link");
   l.shares = primary;
