@@ -97,9 +97,9 @@ void add_bench_command(CLI::App& app) {
                               fmt::join(bench_algorithm_choices(), " | ")))
       ->check(CLI::IsMember(bench_algorithm_choices()));
   CLI::Option* min =
-      cmd->add_option("--min,-b", opts->args.min, "smallest message size (default 8B)");
+      cmd->add_option("--min,-b", opts->args.min, "smallest message size: 8B, 25MiB, 1GB, or nccl-tests' 8, 512K, 64M, 8G (K/M/G are 1024-based) (default 8B)");
   CLI::Option* max =
-      cmd->add_option("--max,-e", opts->args.max, "largest message size (default 1GiB)");
+      cmd->add_option("--max,-e", opts->args.max, "largest message size, spelled as --min (default 1GiB)");
   CLI::Option* factor = cmd->add_option("--factor,-f", opts->args.factor,
                                          "size multiplier between rows (default 2)");
   cmd->add_option("--compare", opts->args.compare,

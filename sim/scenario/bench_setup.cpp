@@ -14,7 +14,28 @@ namespace {
 
 SourceMark cli_mark(const std::string& option) { return SourceMark{"gradsync bench " + option, 0, 0}; }
 
+// nccl-tests' own spelling of -b/-e (common.cu parsesize): a byte count with an optional
+// K, M or G suffix in powers of 1024 (`-b 8 -e 8G` is 8 B to 8 GiB). Anything else goes to the
+// unit parser (8B, 25MiB, 1GB).
+std::optional<Bytes> nccl_tests_size(const std::string& text) {
+  if (text.empty() || text.size() > 32) return std::nullopt;
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || text.size() - digits > 1) return std::nullopt;
+  double scale = 1.0;
+  if (digits < text.size()) {
+    switch (text.back()) {
+      case 'K': case 'k': scale = 1024.0; break;
+      case 'M': case 'm': scale = 1024.0 * 1024.0; break;
+      case 'G': case 'g': scale = 1024.0 * 1024.0 * 1024.0; break;
+      default: return std::nullopt;
+    }
+  }
+  return Bytes(std::stod(text.substr(0, digits)) * scale);
+}
+
 Bytes parse_cli_size(const std::string& option, const std::string& text) {
+  if (const std::optional<Bytes> b = nccl_tests_size(text)) return *b;
   try {
     return parse_size(text);
   } catch (const UnitError& e) {

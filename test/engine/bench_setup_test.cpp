@@ -79,6 +79,31 @@ TEST_CASE("bench request: defaults, the sweep of sizes and the choices") {
   CHECK(r.simgrid_args == std::vector<std::string>{"--cfg=network/model:CM02"});
 }
 
+TEST_CASE("bench request: nccl-tests' own size spelling (-b 8 -e 8G, K/M/G in powers of 1024)") {
+  Topology t = star(4);
+  BenchArguments a;
+  a.min = "8";
+  a.max = "32";
+  CHECK(bench_request(a, t).sizes == std::vector<double>{8, 16, 32});
+  a.min = "512M";
+  a.max = "1G";
+  CHECK(bench_request(a, t).sizes == std::vector<double>{536870912.0, 1073741824.0});
+  a.min = "1k";
+  a.max = "2K";
+  CHECK(bench_request(a, t).sizes == std::vector<double>{1024, 2048});
+  a.min = "1KB";  // the unit parser's spelling keeps its meaning: 1000 B
+  a.max = "1KB";
+  CHECK(bench_request(a, t).sizes == std::vector<double>{1000});
+  a = {};
+  a.min = "8X";
+  CHECK(error_of(a).rfind("gradsync bench --min: error: ", 0) == 0);
+  a.min = "-8";
+  CHECK(error_of(a).rfind("gradsync bench --min: error: ", 0) == 0);
+  a = {};
+  a.max = "99999G";
+  CHECK(error_of(a) == "gradsync bench --max: error: sizes above 10 TB are not a message size");
+}
+
 TEST_CASE("bench request: each refused option at its name") {
   BenchArguments a;
   a.min = "eight";
