@@ -227,6 +227,61 @@ NcclCandidate nvls_candidate(const NcclTopologyView& v, Algorithm a, CollectiveO
   return c;
 }
 
+// The NVLS graph (search.cc, pattern NVLS): one channel per head GPU, at most
+// min(NCCL_MAX_NVLS_ARITY, GPUs) and, across nodes, one per NIC (each head its own NIC).
+// ncclTopoSearchTryNvls charges bwIntra on every GPU's NVSwitch link for each channel, twice on
+// the head's own, so k channels at speed s need (k + 1) × s of a head's NVLink bandwidth:
+// 8 × H100 on 18 × 20 GB/s links take 40 GB/s, not 50 (9 × 50 > 360; NVIDIA/nccl#1197's log,
+// "Pattern 5, crossNic 0, nChannels 8, bw 40.000000/60.000000").
+//   One node: the channels are fixed (minChannels = maxChannels) and the speed drops from the
+//     first whose channels fit totalBw × n/(n-1) until that bound holds.
+//   Across nodes: the speed drops while more channels fit, as NVLS graphs with more channels
+//     win (ncclTopoCompareGraphs), until every GPU heads one ("perfect"), the channels × speed
+//     reach totalBw or the next speed is under 0.49 of the best.
+// Pass 2 then raises bwInter one speed at a time while it is below twice bwIntra: unbounded on
+// one node (nothing there charges bwInter), within the NIC path across nodes. GB200 NVL72:
+// 32 × 20/40 GB/s on one rack and across racks; DGX H100 across servers 8 × 40/48.
+NcclGraph nvls_graph(GpuGeneration gpu, std::uint32_t nodes, std::uint32_t ppn, double link_bw,
+                     double max_path, const NodeNics& nics) {
+  const std::uint32_t max_channels = std::min(kMaxNvlsArity, ppn);
+  const double total = ppn > 1 ? link_bw * ppn / (ppn - 1) : link_bw;  // non-ring totalBw
+  const auto fits = [&](std::uint32_t k, double s) { return (k + 1) * s <= link_bw + 1e-9; };
+  const std::span<const double> s = speeds(gpu, nodes > 1);
+  if (nodes > 1 && nics.count > 0) max_path = std::min(max_path, nics.bw);
+  std::size_t i = 0;
+  const std::uint32_t min_channels = nodes == 1 ? max_channels : 1;
+  while (i + 1 < s.size() && (s[i] > max_path + 1e-9 || s[i] * min_channels > total + 1e-9)) ++i;
+  std::uint32_t best_ch = 0;
+  double best_bw = 0.0;
+  if (nodes == 1) {
+    while (i < s.size() && !fits(max_channels, s[i])) ++i;
+    if (i == s.size() || max_channels < 2) return NcclGraph{0, 0.0, 0.0};
+    best_ch = max_channels;
+    best_bw = s[i];
+  } else {
+    const std::uint32_t cap = nics.count > 0 ? std::min(max_channels, nics.count) : max_channels;
+    for (; i < s.size(); ++i) {
+      const double room = std::floor(link_bw / s[i] + 1e-9);
+      const std::uint32_t k = room >= 2.0 ? std::min(cap, static_cast<std::uint32_t>(room) - 1) : 0;
+      if (k > best_ch || k * s[i] > best_ch * best_bw + 1e-9) {
+        best_ch = k;
+        best_bw = s[i];
+      }
+      if (best_ch == max_channels || (best_ch > 0 && best_ch * best_bw >= total - 1e-9)) break;
+      if (i + 1 < s.size() && best_ch > 0 && s[i + 1] / best_bw <= kSpeedStepRatio) break;
+    }
+    if (best_ch == 0) return NcclGraph{0, 0.0, 0.0};
+  }
+  double inter = best_bw;
+  for (std::size_t k = s.size(); k-- > 0;) {
+    if (!(inter < 2.0 * best_bw - 1e-9)) break;
+    if (s[k] <= inter + 1e-9) continue;
+    if (nodes > 1 && s[k] > max_path + 1e-9) break;
+    inter = s[k];
+  }
+  return NcclGraph{best_ch, best_bw, inter};
+}
+
 // A protocol's spelling in nccl.protocols / nccl.tuner (ll, ll128, simple).
 bool nccl_protocol_named(NcclProtocol p, const std::string& name) {
   switch (p) {
@@ -391,20 +446,9 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     }
   }
   if (in_switch && v.gpu >= GpuGeneration::Hopper && g.nvlink) {
-    // The NVLS graph has one channel per head GPU (search.cc: minChannels = maxChannels =
-    // min(NCCL_MAX_NVLS_ARITY, GPUs)); non-ring patterns see the GPU's links × n/(n-1).
-    const auto [graph, i] = head_graph(kMaxNvlsArity);
-    const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
-    const std::uint32_t channels = graph.channels;
-    // Pass 2 of the search (search.cc: "NVLS && tmpGraph.bwInter < tmpGraph.bwIntra * 2"):
-    // bwInter rises one speed at a time up to twice bwIntra while the search still succeeds.
-    // On one node nothing charges bwInter (ncclTopoFollowPath counts GPU <-> NVSwitch paths at
-    // bwIntra), so it always reaches that bound there; across nodes the NICs carry bwInter and
-    // the speed found is already the fastest they take.
-    double inter = s[i];
-    if (v.nodes == 1)
-      for (std::size_t k = i; k > 0 && inter < 2.0 * s[i] - 1e-9;) inter = s[--k];
-    v.nvls = NcclGraph{channels, s[i], inter};
+    NodeNics nics;
+    if (v.nodes > 1) nics = node_nics(topology, topology.device(rank_devices.front()).node);
+    v.nvls = nvls_graph(v.gpu, v.nodes, ppn, g.total, g.max_path, nics);
     if (v.nodes > 1) {
       try {
         (void)nvls_sharp_devices(topology, rank_devices, ranks_per_node);

@@ -149,7 +149,7 @@ TEST_CASE("two 8 x H100 servers, 8 NICs of 400 Gb/s: NCCL's graphs and channels"
 TEST_CASE("NVLS graph on one NVLink domain: pass 2 raises bwInter to twice bwIntra (NVL72 runs NVLS)") {
   // GB200 NVL72 as one NVLink domain: 72 GPUs, NVLink5 900 GB/s per GPU (18 x 40.1 = 721.8 GB/s
   // in NCCL's view). NVLS: min(32 heads, 72 GPUs) channels at the fastest SM100 speed with
-  // 32 x s <= 721.8 x 72/71, i.e. 20 GB/s; pass 2 of search.cc then raises bwInter one speed at
+  // (32 + 1) x s <= 721.8, i.e. 20 GB/s; pass 2 of search.cc then raises bwInter one speed at
   // a time (24, 30, 40) while it is below 2 x bwIntra, since nothing on one node charges it.
   const Topology nvl72 = nvswitch_cluster(1, 72, 900_GBps, 0, 400_Gbps);
   const NcclTopologyView v = view_of(nvl72, 72, Algorithm::Nvls);
@@ -166,15 +166,41 @@ TEST_CASE("NVLS graph on one NVLink domain: pass 2 raises bwInter to twice bwInt
   for (const NcclCandidate& c : big.candidates)
     if (c.algorithm == Algorithm::Nvls)
       CHECK(c.bandwidth_GBps == doctest::Approx(32 * 20.0 * 0.74 * 31.0 / 32.0 * 2.0 * 72 / 142));
-  // 8 x H100: bwIntra 50, bwInter 60 (the top of the SM90 intra array stops it below 100).
+  // 8 x H100 (18 x 20.6 = 370.8 GB/s of NVLink each): 8 heads at 50 GB/s would need
+  // (8 + 1) x 50 = 450 on a head's link (search.cc ncclTopoSearchTryNvls charges the head
+  // twice), so 40; pass 2 raises bwInter to 60, the top of the SM90 intra array. NCCL's own
+  // log on such a server (NVIDIA/nccl#1197, 18 x 20.0 links): "nChannels 8, bw
+  // 40.000000/60.000000". The n/(n-1) bound alone (8 x 50 <= 423.8) would give 50.
   const NcclTopologyView h = view_of(nvswitch_cluster(1, 8, 450_GBps, 0, 400_Gbps), 8,
                                      Algorithm::Nvls);
-  CHECK(h.nvls.bw_intra == doctest::Approx(50.0));
+  CHECK(h.nvls.channels == 8);
+  CHECK(h.nvls.bw_intra == doctest::Approx(40.0));
   CHECK(h.nvls.bw_inter == doctest::Approx(60.0));
-  // Across servers the NICs carry bwInter: the speed found stays.
+  // 4 GPUs of it: 5 x 60 = 300 fits, 60/60.
+  const NcclTopologyView h4 = view_of(nvswitch_cluster(1, 4, 450_GBps, 0, 400_Gbps), 4,
+                                      Algorithm::Nvls);
+  CHECK(h4.nvls.channels == 4);
+  CHECK(h4.nvls.bw_intra == doctest::Approx(60.0));
+  // Across servers (one 400G NIC per GPU, 48 GB/s in NCCL's view): 48 gives 6 heads
+  // (7 x 48 <= 370.8), 45 gives 7, 40 gives all 8 (more NVLS channels win, search.cc
+  // ncclTopoCompareGraphs); pass 2 then raises bwInter to 48, what the NICs carry.
   const NcclTopologyView two = view_of(nvswitch_cluster(2, 8, 450_GBps, 8, 400_Gbps), 8,
                                        Algorithm::NvlsTree);
-  CHECK(two.nvls.bw_inter == doctest::Approx(two.nvls.bw_intra));
+  CHECK(two.nvls.channels == 8);
+  CHECK(two.nvls.bw_intra == doctest::Approx(40.0));
+  CHECK(two.nvls.bw_inter == doctest::Approx(48.0));
+  // Two GB200 NVL72 racks, a 400G NIC per GPU: the speed drops while more heads fit, to 32
+  // heads at 20 GB/s (33 x 20 <= 721.8); bwInter rises to 40 = 2 x bwIntra, within the NICs.
+  const NcclTopologyView racks = view_of(nvswitch_cluster(2, 72, 900_GBps, 72, 400_Gbps), 72,
+                                         Algorithm::NvlsTree);
+  CHECK(racks.nvls.channels == 32);
+  CHECK(racks.nvls.bw_intra == doctest::Approx(20.0));
+  CHECK(racks.nvls.bw_inter == doctest::Approx(40.0));
+  // Fewer NICs than GPUs: one head per NIC, at the fastest speed (4 x 48, 5 x 48 <= 370.8).
+  const NcclTopologyView four_nics = view_of(nvswitch_cluster(2, 8, 450_GBps, 4, 400_Gbps), 8,
+                                             Algorithm::NvlsTree);
+  CHECK(four_nics.nvls.channels == 4);
+  CHECK(four_nics.nvls.bw_intra == doctest::Approx(48.0));
 }
 
 TEST_CASE("no NVLS graph without an NVSwitch domain: Ring and Tree only") {
