@@ -1,12 +1,14 @@
 // Readers shared by both topology forms (topology_readers.hpp).
 #include "topology_readers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gradsync/collective/collective.hpp"
 #include "gradsync/fabric/fabric_defaults.hpp"
@@ -194,7 +196,7 @@ NcclSettings read_nccl(const MapReader& top) {
   NcclSettings n;
   if (!top.has("nccl")) return n;
   MapReader r(top.node("nccl"), top.file(), "nccl",
-              {"cpu", "protocols", "tuner", "latency_scale", "channel_scale",
+              {"cpu", "protocols", "algorithms", "tuner", "latency_scale", "channel_scale",
                "nvls_chunk_overhead"});
   // Scales of NCCL's own constants: a factor of 100 either way is beyond any machine NCCL's
   // tables were written for, so it is a typo, not a measurement.
@@ -232,6 +234,25 @@ NcclSettings read_nccl(const MapReader& top) {
     if (!n.ll && !n.ll128 && !n.simple)
       throw ConfigError(r.mark("protocols"), "nccl.protocols: name at least one protocol");
   }
+  if (r.has("algorithms")) {
+    n.algorithms_origin = r.mark("algorithms");
+    for (const YAML::Node& item :
+         config::sequence_of(r.node("algorithms"), r.file(), "nccl.algorithms")) {
+      const SourceMark at = mark_of(item, r.file());
+      const std::string names = fmt::format("{}", fmt::join(kNcclTunerAlgorithms, ", "));
+      if (!item.IsScalar())
+        throw ConfigError(at, fmt::format("nccl.algorithms: expected an algorithm name ({})", names));
+      const std::string a = item.as<std::string>();
+      if (std::find(kNcclTunerAlgorithms.begin(), kNcclTunerAlgorithms.end(), a) ==
+          kNcclTunerAlgorithms.end())
+        throw ConfigError(at, fmt::format("nccl.algorithms: unknown algorithm '{}' (expected {})",
+                                          a, names));
+      if (std::find(n.algorithms.begin(), n.algorithms.end(), a) == n.algorithms.end())
+        n.algorithms.push_back(a);
+    }
+    if (n.algorithms.empty())
+      throw ConfigError(n.algorithms_origin, "nccl.algorithms: name at least one algorithm");
+  }
   if (r.has("tuner")) {
     for (const YAML::Node& item : config::sequence_of(r.node("tuner"), r.file(), "nccl.tuner")) {
       MapReader rule(item, r.file(), "nccl.tuner rule",
@@ -243,6 +264,9 @@ NcclSettings read_nccl(const MapReader& top) {
       if (t.max_bytes < t.min_bytes)
         rule.fail("max_bytes", "must not be below min_bytes");
       t.algorithm = rule.choice("algorithm", kNcclTunerAlgorithms);
+      if (!n.algorithms.empty() &&
+          std::find(n.algorithms.begin(), n.algorithms.end(), t.algorithm) == n.algorithms.end())
+        rule.fail("algorithm", fmt::format("'{}' is not among nccl.algorithms", t.algorithm));
       if (rule.has("protocol")) {
         t.protocol = rule.choice("protocol", kNcclProtocols);
         const bool on = t.protocol == "ll" ? n.ll : t.protocol == "ll128" ? n.ll128 : n.simple;

@@ -11,6 +11,9 @@
 #include <span>
 #include <stdexcept>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "gradsync/units/config_error.hpp"
 #include "gradsync/topology/nvlink_rings.hpp"
 #include "gradsync/collective/rank_placement.hpp"
@@ -505,8 +508,16 @@ NcclOptions nccl_options(const NcclTopologyView& view, Algorithm algorithm) {
 NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
                      const std::vector<Algorithm>& allowed) {
   const double n = bytes.bytes();
+  // nccl.algorithms (NCCL_ALGO) narrows NCCL's own AllReduce choice (the other collectives run
+  // NCCL's Ring in this model); one algorithm named by the caller (bench --algo, a scenario's
+  // sync.algorithm) runs whatever it says.
+  const std::vector<std::string>& algo_env = view.settings.algorithms;
+  const bool choosing = allowed.size() != 1 && op == CollectiveOp::AllReduce;
   const auto ok = [&](Algorithm a) {
-    return allowed.empty() || std::find(allowed.begin(), allowed.end(), a) != allowed.end();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), a) == allowed.end())
+      return false;
+    return !choosing || algo_env.empty() ||
+           std::find(algo_env.begin(), algo_env.end(), to_string(a)) != algo_env.end();
   };
   NcclTuning t;
   if (view.ranks <= 1) {  // tuning.cc: one rank is a Ring/Simple copy
@@ -546,6 +557,12 @@ NcclTuning nccl_tune(const NcclTopologyView& view, CollectiveOp op, Bytes bytes,
       t.candidates.push_back(c);
     }
   }
+  if (t.candidates.empty() && choosing && !algo_env.empty())
+    throw ConfigError(view.settings.algorithms_origin,
+                      fmt::format("nccl.algorithms: none of {} can run {} on these {} GPUs "
+                                  "({} server{})",
+                                  fmt::join(algo_env, ", "), to_string(op), view.ranks,
+                                  view.nodes, view.nodes == 1 ? "" : "s"));
   if (t.candidates.empty())
     throw std::invalid_argument("nccl_tune: none of the allowed algorithms can run here");
   const NcclCandidate* best = &t.candidates.front();

@@ -384,26 +384,36 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
     if (node_ranks > 0) {
       const SyncPlan node_plan = plan_sync(result.buckets, sc.model, sc.sync, node_ranks);
       std::vector<Seconds> node_times;
-      for (const BucketWire& wire : node_plan.buckets)
-        node_times.push_back(timer.time(one_node, 1, wire.op,
-                                        algorithms_for(sc.sync, wire.op, node_gpus, node_gpus,
-                                                       one_node.in_switch(), one_node.tree_too,
-                                                       nccl),
-                                        wire.bytes,
-                                        nullptr, nullptr).first);
-      const StepTimeline node_timeline =
-          compose_step(result.buckets, node_plan, node_times, sc.compute, step_opts);
-      const StepMetrics node_metrics =
-          step_metrics(node_timeline, sc.compute, sc.training.accumulation, node_ranks);
-      result.one_node_samples_per_s = node_metrics.samples_per_s;
-      // Servers' worth of GPUs: the node count, or on uneven servers GPUs / a whole server's
-      // (8 + 4 on 8-GPU servers: 1.5).
-      const double servers = result.node_sizes.empty()
-                                 ? static_cast<double>(result.nodes)
-                                 : static_cast<double>(gpus) / node_gpus;
-      if (node_metrics.samples_per_s > 0.0)
-        result.scaling_vs_one_node =
-            result.metrics.samples_per_s / (servers * node_metrics.samples_per_s);
+      bool reference = true;
+      try {
+        for (const BucketWire& wire : node_plan.buckets)
+          node_times.push_back(timer.time(one_node, 1, wire.op,
+                                          algorithms_for(sc.sync, wire.op, node_gpus, node_gpus,
+                                                         one_node.in_switch(),
+                                                         one_node.tree_too, nccl),
+                                          wire.bytes, nullptr, nullptr)
+                                   .first);
+      } catch (const ConfigError&) {
+        // nccl.algorithms names only what runs across servers (nvlstree, collnet*): on one
+        // server NCCL would find no algorithm, so there is no one-node reference (null).
+        if (!one_node.nccl_view || one_node.nccl_view->settings.algorithms.empty()) throw;
+        reference = false;
+      }
+      if (reference) {
+        const StepTimeline node_timeline =
+            compose_step(result.buckets, node_plan, node_times, sc.compute, step_opts);
+        const StepMetrics node_metrics =
+            step_metrics(node_timeline, sc.compute, sc.training.accumulation, node_ranks);
+        result.one_node_samples_per_s = node_metrics.samples_per_s;
+        // Servers' worth of GPUs: the node count, or on uneven servers GPUs / a whole
+        // server's (8 + 4 on 8-GPU servers: 1.5).
+        const double servers = result.node_sizes.empty()
+                                   ? static_cast<double>(result.nodes)
+                                   : static_cast<double>(gpus) / node_gpus;
+        if (node_metrics.samples_per_s > 0.0)
+          result.scaling_vs_one_node =
+              result.metrics.samples_per_s / (servers * node_metrics.samples_per_s);
+      }
     }
   }
 

@@ -178,6 +178,26 @@ check("8 + 4 GPUs: scaling vs one node over 1.5 servers' worth",
       0.0 < expected_scaling <= 1.0 + 1e-9,
       f"{uneven['scaling_efficiency_vs_one_node']} vs {expected_scaling}")
 
+# 10c. nccl.algorithms (NCCL_ALGO) narrows `auto`: every bucket runs an allowed algorithm, the
+#      default NVLSTree buckets move to ring; [nvlstree] cannot run inside one server, so the
+#      one-node reference is null rather than another algorithm's.
+algos = lambda *a: run("llama-7b-4node-ib.yaml", *[f"topology_overrides.nccl.algorithms={x}" for x in a])
+free = run("llama-7b-4node-ib.yaml")
+rings = algos("[ring]")
+check("nccl.algorithms [ring]: every bucket a ring (NCCL's own choice is not)",
+      set(rings["algorithms"]) == {"ring"} and set(free["algorithms"]) != {"ring"},
+      f"{rings['algorithms']} vs {free['algorithms']}")
+trees = algos("[tree]")
+check("nccl.algorithms [tree]: every bucket a tree, a different communication time",
+      set(trees["algorithms"]) == {"tree"} and trees["comm_time_s"] != rings["comm_time_s"],
+      f"{trees['algorithms']} {trees['comm_time_s']} vs {rings['comm_time_s']}")
+nvlstree_only = algos("[nvlstree]")
+check("nccl.algorithms [nvlstree]: the run stands, no one-server reference",
+      set(nvlstree_only["algorithms"]) == {"nvlstree"} and
+      nvlstree_only["one_node_samples_per_s"] is None and
+      nvlstree_only["scaling_efficiency_vs_one_node"] is None,
+      f"{nvlstree_only['algorithms']} {nvlstree_only['one_node_samples_per_s']}")
+
 # 11. Dedicated parameter servers sit on different machines (one NIC each on these servers):
 #     4 servers on 4 machines push and pull through 4 NICs, so the step is far shorter than
 #     with 1 (before, all four took the last machine's GPUs, behind one NIC: equal steps).

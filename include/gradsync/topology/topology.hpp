@@ -190,6 +190,11 @@ struct NcclSettings {
   bool ll = true;
   bool ll128 = true;
   bool simple = true;
+  // nccl.algorithms (NCCL_ALGO): the algorithms NCCL's tuner may choose among (ring, tree,
+  // nvls, nvlstree, collnetchain, collnetdirect); empty = all. NCCL_NVLS_ENABLE=0 is
+  // [ring, tree] (and the CollNet ones where the switch reduces).
+  std::vector<std::string> algorithms;
+  SourceMark algorithms_origin;
   std::vector<NcclTunerRule> tuner;
   // What `gradsync calibrate` fits to a measured run where NCCL's constants do not hold for
   // this machine (nccl_model.hpp NcclOptions): NCCL's latency table scaled (host, launch and

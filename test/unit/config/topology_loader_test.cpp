@@ -461,6 +461,17 @@ TEST_CASE("template: one server needs no network") {
   CHECK(f.topology.name() == "template_single_node");  // no name: the file's stem
 }
 
+TEST_CASE("nccl.algorithms: NCCL_ALGO's list, in order, duplicates once, at its key") {
+  const TopologyFile f = load_topology_text(
+      "nodes: 1\nnode:\n  gpus: 8\n  intra: {fabric: nvlink, switch: true, bandwidth: 450GB/s, latency: 300ns}\n"
+      "nccl:\n  algorithms: [tree, ring, tree]\n",
+      "algos.yaml");
+  CHECK(f.topology.nccl().algorithms == std::vector<std::string>{"tree", "ring"});
+  CHECK(f.topology.nccl().algorithms_origin.line == 6);
+  const TopologyFile all = load_good("template_single_node");
+  CHECK(all.topology.nccl().algorithms.empty());  // absent: NCCL chooses among all
+}
+
 TEST_CASE("template example with every key: 32 GPUs on 4 nodes") {
   // The example shows every key, including `roce:` ("roce only") under fabric: infiniband:
   // the block is accepted there and has no effect on an InfiniBand network.

@@ -291,6 +291,29 @@ TEST_CASE("nccl.protocols and nccl.tuner: NCCL_PROTO and a tuner plugin's rules"
   // A rule naming an algorithm that cannot run here falls back to NCCL's own choice.
   v.settings.tuner = {rule(0.0, 1e18, "nvlstree", "")};
   CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Nvls);
+  // nccl.algorithms (NCCL_ALGO; NCCL_NVLS_ENABLE=0 is [ring, tree]): NCCL chooses among those
+  // only, so at 128 MiB, where it runs NVLS, it runs the faster of Ring and Tree instead.
+  v.settings = NcclSettings{};
+  v.settings.algorithms = {"ring", "tree"};
+  const NcclTuning no_nvls = nccl_tune(v, kAR, Bytes(128 * kMiB));
+  CHECK((no_nvls.algorithm == Algorithm::Ring || no_nvls.algorithm == Algorithm::Tree));
+  for (const NcclCandidate& c : no_nvls.candidates) CHECK(c.algorithm != Algorithm::Nvls);
+  v.settings.algorithms = {"ring"};
+  CHECK(nccl_tune(v, kAR, Bytes(kMiB)).algorithm == Algorithm::Ring);
+  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Ring);
+  // One algorithm named by the caller (bench --algo) runs whatever nccl.algorithms says.
+  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB), {Algorithm::Nvls}).algorithm == Algorithm::Nvls);
+  // Nothing of the list can run (NVLSTree needs several servers): an error at the key.
+  v.settings.algorithms = {"nvlstree"};
+  v.settings.algorithms_origin = SourceMark{"t.yaml", 9, 3};
+  try {
+    (void)nccl_tune(v, kAR, Bytes(kMiB));
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "t.yaml:9:3: error: nccl.algorithms: none of nvlstree can run allreduce on these 8 "
+          "GPUs (1 server)");
+  }
 }
 
 TEST_CASE("NVLS chunk schedule (enqueue.cc calcCollChunking): 16 channels x 8 heads") {
