@@ -399,12 +399,17 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
     // On a direct mesh the tree's chains follow NVLink like the rings: the same channels.
     v.tree = v.ring;
   } else if (v.nodes == 1) {
-    v.tree = search(v.gpu, false, tree_total, g.max_path,
-                    [&](double s) {
-                      return std::min<std::uint32_t>(
-                          kGraphMaxChannels, static_cast<std::uint32_t>(std::floor(tree_total / s + 1e-9)));
-                    },
-                    false);
+    // init.cc: the tree graph searches exactly the ring graph's channels (treeGraph->minChannels
+    // = maxChannels = ringGraph->nChannels), from the first speed whose channels fit totalBw ×
+    // n/(n-1) down to one every GPU's links carry (each channel's chain sends and receives s
+    // on every GPU). 8 × H100: 12 × 30, as NCCL's own log (NVIDIA/nccl#1197: "Pattern 1,
+    // crossNic 0, nChannels 12, bw 30.000000/30.000000"), not 14 × 30.
+    const std::span<const double> s = speeds(v.gpu, false);
+    const double ch = v.ring.channels;
+    std::size_t i = 0;
+    while (i + 1 < s.size() && (s[i] > g.max_path + 1e-9 || s[i] * ch > tree_total + 1e-9)) ++i;
+    while (i + 1 < s.size() && s[i] * ch > g.total + 1e-9) ++i;
+    v.tree = NcclGraph{v.ring.channels, s[i], s[i]};
   } else {
     v.tree = v.ring;
     for (double s : speeds(v.gpu, true))

@@ -45,6 +45,25 @@ std::string harness_line(const BenchRequest& request) {
                      request.gpus_per_thread * kNcclTestsLaunchPerGpuUs);
 }
 
+// NCCL's graphs under --algo auto, as NCCL_DEBUG=INFO prints them ("Pattern 4, crossNic 0,
+// nChannels 8, bw 45.000000/45.000000"): channels × bwIntra/bwInter GB/s of each graph found,
+// and the channels a collective runs on, so a user can hold them against their own log.
+std::string nccl_graphs_line(const BenchResult& result) {
+  if (!result.nccl_view) return "";
+  const NcclTopologyView& v = *result.nccl_view;
+  const auto graph = [](const char* name, const NcclGraph& g) {
+    return fmt::format("{} {} x {:g}/{:g}", name, g.channels, g.bw_intra, g.bw_inter);
+  };
+  std::string graphs = graph("ring", v.ring) + ", " + graph("tree", v.tree);
+  if (v.nvls.channels > 0) graphs += ", " + graph("nvls", v.nvls);
+  if (v.collnet_direct.channels > 0) graphs += ", " + graph("collnetdirect", v.collnet_direct);
+  std::string run = fmt::format("{} ring/tree channels", v.comm_channels);
+  if (v.nvls.channels > 0) run += fmt::format(", {} NVLS channels", v.nvls_channels);
+  return fmt::format("# NCCL graphs (nChannels x bwIntra/bwInter GB/s, NCCL_DEBUG=INFO's "
+                     "\"Pattern\" lines): {}; {} at most\n",
+                     graphs, run);
+}
+
 }  // namespace
 
 std::string bench_table_text(const BenchRequest& request, const BenchResult& result) {
@@ -55,7 +74,7 @@ std::string bench_table_text(const BenchRequest& request, const BenchResult& res
   out += fmt::format("# software model: {}; fidelity: {}; channels: {}; out-of-place; "
                      "GB = 1e9 B\n#\n",
                      to_string(result.software), to_string(request.fidelity), result.channels);
-  out.insert(out.size() - 2, harness_line(request));
+  out.insert(out.size() - 2, harness_line(request) + nccl_graphs_line(result));
   const bool show_channels = result.software == SoftwareModel::Nccl;
   out += fmt::format("#{:>11} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {:<16}{}{}\n", "size",
                      "count", "type", "redop", "root", "time", "algbw", "busbw", "algo",

@@ -184,6 +184,7 @@ BenchResult run_bench(const Topology& topo, const BenchRequest& request) {
                          std::not_equal_to<>()) != base.node_sizes.end())
     result.node_sizes = base.node_sizes;
   result.channels = base.channels;
+  result.nccl_view = view;
   const double factor = busbw_factor(op, busbw_ranks);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (request.on_size) request.on_size(i, sizes.size(), Bytes(sizes[i]));

@@ -20,6 +20,7 @@
 
 #include "gradsync/collective/collective.hpp"
 #include "gradsync/engine/simulation.hpp"
+#include "gradsync/fabric/nccl_tuner.hpp"
 #include "gradsync/collective/rank_placement.hpp"
 #include "gradsync/topology/topology.hpp"
 
@@ -95,6 +96,9 @@ struct BenchResult {
   std::vector<std::uint32_t> node_sizes;
   std::uint32_t channels = 0;  // the ring channels every plan was made with
   std::vector<BenchRow> rows;  // one per requested size, in order
+  // NCCL's view of the ranks under `--algo auto` and NCCL's model (its graphs, as
+  // NCCL_DEBUG=INFO prints them); empty otherwise.
+  std::optional<NcclTopologyView> nccl_view;
 };
 
 // The sizes of an nccl-tests sweep: min, min·factor, ... up to max (each rounded to a byte).

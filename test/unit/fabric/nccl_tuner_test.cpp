@@ -176,6 +176,14 @@ TEST_CASE("NVLS graph on one NVLink domain: pass 2 raises bwInter to twice bwInt
   CHECK(h.nvls.channels == 8);
   CHECK(h.nvls.bw_intra == doctest::Approx(40.0));
   CHECK(h.nvls.bw_inter == doctest::Approx(60.0));
+  // Ring and tree graphs of the same server, as the same log has them: "Pattern 4, crossNic 0,
+  // nChannels 12, bw 30.000000/30.000000" and "Pattern 1, ... nChannels 12, bw 30/30": the tree
+  // searches the ring's 12 channels (init.cc), not the 14 that 370.8 x 8/7 would hold at 30.
+  CHECK(h.ring.channels == 12);
+  CHECK(h.ring.bw_intra == doctest::Approx(30.0));
+  CHECK(h.tree.channels == 12);
+  CHECK(h.tree.bw_intra == doctest::Approx(30.0));
+  CHECK(h.comm_channels == 24);
   // 4 GPUs of it: 5 x 60 = 300 fits, 60/60.
   const NcclTopologyView h4 = view_of(nvswitch_cluster(1, 4, 450_GBps, 0, 400_Gbps), 4,
                                       Algorithm::Nvls);

@@ -127,6 +127,21 @@ TEST_CASE("bench table: nccl-tests' header and columns") {
   uneven.node_sizes = {8, 4};
   CHECK(lines_of(bench_table_text(request, uneven))[0] ==
         "# gradsync bench: allreduce on synthetic-2node (12 ranks on 2 nodes: 8 + 4), algorithm auto");
+  // NCCL's graphs under auto, as NCCL_DEBUG=INFO's "Pattern" lines give them, before the "#".
+  BenchResult with_view = synthetic_result();
+  NcclTopologyView v;
+  v.ring = NcclGraph{8, 45.0, 45.0};
+  v.tree = NcclGraph{8, 48.0, 45.0};
+  v.nvls = NcclGraph{8, 40.0, 48.0};
+  v.comm_channels = 16;
+  v.nvls_channels = 16;
+  with_view.nccl_view = v;
+  const std::vector<std::string> viewed = lines_of(bench_table_text(request, with_view));
+  REQUIRE(viewed.size() == 8);
+  CHECK(viewed[2] == "# NCCL graphs (nChannels x bwIntra/bwInter GB/s, NCCL_DEBUG=INFO's "
+                     "\"Pattern\" lines): ring 8 x 45/45, tree 8 x 48/45, nvls 8 x 40/48; 16 "
+                     "ring/tree channels, 16 NVLS channels at most");
+  CHECK(viewed[3] == "#");
 }
 
 TEST_CASE("bench table: broadcast has no redop and prints its root; best adds the fastest") {
