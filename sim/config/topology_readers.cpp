@@ -236,10 +236,10 @@ NcclSettings read_nccl(const MapReader& top) {
   }
   if (r.has("algorithms")) {
     n.algorithms_origin = r.mark("algorithms");
+    const std::string names = fmt::format("{}", fmt::join(kNcclTunerAlgorithms, ", "));
     for (const YAML::Node& item :
          config::sequence_of(r.node("algorithms"), r.file(), "nccl.algorithms")) {
       const SourceMark at = mark_of(item, r.file());
-      const std::string names = fmt::format("{}", fmt::join(kNcclTunerAlgorithms, ", "));
       if (!item.IsScalar())
         throw ConfigError(at, fmt::format("nccl.algorithms: expected an algorithm name ({})", names));
       const std::string a = item.as<std::string>();

@@ -424,32 +424,32 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   v.comm_channels = std::min(kMaxChannels, 2 * v.ring.channels);
   if (v.gpu >= GpuGeneration::Hopper && v.nodes > 1 && v.ring.bw_intra > 45.0 && v.comm_channels < 16)
     v.comm_channels = std::min(kMaxChannels, 2 * v.comm_channels);
-  // Head graphs (NVLS across nodes, CollNetDirect): one channel per head GPU with its own NIC,
-  // at most `max_heads`, at the fastest speed the NICs and the GPUs' links (× n/(n-1), a
-  // non-ring pattern) carry.
-  const auto head_graph = [&](std::uint32_t max_heads) {
-    const std::uint32_t heads = std::min(max_heads, ppn);
+  // CollNetDirect's graph: one channel per head GPU with its own NIC, at most
+  // NCCL_MAX_DIRECT_ARITY + 1, at the fastest speed the NICs and the GPUs' links (× n/(n-1), a
+  // non-ring pattern) carry. (search.cc charges a head's links once per channel and the
+  // others 1/(n-1) of it; the bound here is stricter, and the NICs bind first on every
+  // shipped topology.)
+  const auto collnet_direct_graph = [&] {
+    const std::uint32_t heads = std::min(kMaxDirectHeads, ppn);
     const double total = ppn > 1 ? g.total * ppn / (ppn - 1) : g.total;
     double max_path = g.max_path;
     std::uint32_t channels = heads;
-    if (v.nodes > 1) {
-      const NodeNics nics = node_nics(topology, topology.device(rank_devices.front()).node);
-      if (nics.count > 0) {
-        channels = std::min(heads, nics.count);
-        max_path = std::min(max_path, nics.bw);
-      }
+    const NodeNics nics = node_nics(topology, topology.device(rank_devices.front()).node);
+    if (nics.count > 0) {
+      channels = std::min(heads, nics.count);
+      max_path = std::min(max_path, nics.bw);
     }
-    const std::span<const double> s = speeds(v.gpu, v.nodes > 1);
+    const std::span<const double> s = speeds(v.gpu, true);
     std::size_t i = 0;
     while (i + 1 < s.size() && (s[i] > max_path + 1e-9 || s[i] * channels > total + 1e-9)) ++i;
-    return std::pair<NcclGraph, std::size_t>{NcclGraph{channels, s[i], s[i]}, i};
+    return NcclGraph{channels, s[i], s[i]};
   };
   if (v.nodes > 1) {
     try {
       (void)collnet_devices(topology, rank_devices, ranks_per_node);
       v.collnet = true;
       (void)in_switch_devices(topology, rank_devices, ranks_per_node, Algorithm::CollNetDirect);
-      v.collnet_direct = head_graph(kMaxDirectHeads).first;
+      v.collnet_direct = collnet_direct_graph();
     } catch (const ConfigError&) {
     }
   }

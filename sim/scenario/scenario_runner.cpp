@@ -393,10 +393,15 @@ ScenarioResult run_scenario(const LoadedScenario& loaded, const RunOptions& opti
                                                          one_node.tree_too, nccl),
                                           wire.bytes, nullptr, nullptr)
                                    .first);
-      } catch (const ConfigError&) {
+      } catch (const ConfigError& e) {
         // nccl.algorithms names only what runs across servers (nvlstree, collnet*): on one
-        // server NCCL would find no algorithm, so there is no one-node reference (null).
+        // server NCCL would find no algorithm, so there is no one-node reference (null). Any
+        // other error stands.
         if (!one_node.nccl_view || one_node.nccl_view->settings.algorithms.empty()) throw;
+        const SourceMark& key = one_node.nccl_view->settings.algorithms_origin;
+        if (e.where().file != key.file || e.where().line != key.line ||
+            e.where().column != key.column)
+          throw;
         reference = false;
       }
       if (reference) {
