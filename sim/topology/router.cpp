@@ -7,6 +7,9 @@
 // kept for the most recent destinations; a GPU source's own distance is one relaxation over
 // its links. A route then walks from the source, taking at each device one of the links that
 // stays on a shortest path, chosen by a hash of (flow, device) — what per-hop ECMP does.
+// Servers whose NICs lead on to each other (through a CPU) are left out of a search unless
+// the route starts or ends there, when no detour through one can be a shortest path
+// (router_transit.cpp).
 //
 // PCIe switches without P2P (Device::p2p false). The only path they forbid is
 // [GPU, switch, GPU] (GPUs never forward, so a GPU before the switch is the source and a GPU
@@ -90,7 +93,9 @@ Router::Router(const Topology& topology) : topology_(&topology) {
     }
   }
   neighbour_offset_[n] = neighbours_.size();
+  find_transit_servers();
   transit_offset_.assign(n + 1, 0);
+  transit_server_offset_.assign(n + 1, 0);
   for (DeviceId u = 0; u < n; ++u) {
     transit_offset_[u] = transit_.size();
     if (!may_forward(u)) continue;
@@ -98,15 +103,32 @@ Router::Router(const Topology& topology) : topology_(&topology) {
       const DeviceId v = topology.link(id).other(u);
       // Not into a stub (a dead end in transit), but out of one toward its exit.
       if (may_forward(v) && (stub_exit_[v] == v || v == stub_exit_[u]))
-        transit_.push_back(Transit{v, link_costs_[id]});
+        transit_.push_back(Transit{v, link_costs_[id], transit_node_[v]});
     }
+    // Transit servers' devices last, by server (for_each_transit finds dst's by bisection).
+    const auto first = transit_.begin() + static_cast<std::ptrdiff_t>(transit_offset_[u]);
+    const auto servers = std::stable_partition(first, transit_.end(),
+                                               [](const Transit& t) { return t.node < 0; });
+    std::stable_sort(servers, transit_.end(),
+                     [](const Transit& a, const Transit& b) { return a.node < b.node; });
+    transit_server_offset_[u] = static_cast<std::size_t>(servers - transit_.begin());
   }
   transit_offset_[n] = transit_.size();
+  transit_server_offset_[n] = transit_.size();
   cache_.reserve(kCachedDestinations);
   // Proxies: a GPU in a server whose forwarding neighbours are stub chains ending at one
   // network switch X (node < 0; every chain member in the GPU's server) or dead ends of its
   // server (no forwarding neighbour, only GPUs of that server, e.g. its NVSwitch). Then from
   // another server every path to the GPU enters the chains at X.
+  // A chain device something of another server (or the network) hangs off: a path from there
+  // enters the chain below X, so a GPU behind it has no proxy (a switch cabled only to two
+  // servers' NICs makes one server's chain hang off the other's).
+  std::vector<char> foreign_hang(n, 0);
+  for (DeviceId s = 0; s < n; ++s)
+    for (DeviceId w = s; stub_exit_[w] != w;) {
+      w = stub_exit_[w];
+      if (topology.device(w).node != topology.device(s).node) foreign_hang[w] = 1;
+    }
   proxy_.resize(n);
   for (DeviceId g = 0; g < n; ++g) {
     proxy_[g] = g;
@@ -121,7 +143,7 @@ Router::Router(const Topology& topology) : topology_(&topology) {
       if (stub_exit_[v] != v) {
         DeviceId w = v;
         while (stub_exit_[w] != w) {
-          if (topology.device(w).node != node) ok = false;
+          if (topology.device(w).node != node || foreign_hang[w]) ok = false;
           w = stub_exit_[w];
         }
         if (topology.device(w).node >= 0 || (exit != g && exit != w)) ok = false;

@@ -43,6 +43,7 @@ Router::CachedDistances& Router::slot_for(DeviceId dst) const {
   slot.heap.clear();
   slot.from_gpu.clear();
   slot.dst = dst;
+  slot.dst_node = topology_->device(dst).node;
   slot.deferred = proxy_[dst] != dst ? proxy_[dst] : std::numeric_limits<DeviceId>::max();
   slot.deferred_pending = false;
   set_distance(slot, dst, 0);
@@ -68,6 +69,17 @@ Router::CachedDistances& Router::slot_for(DeviceId dst) const {
     }
   }
   return slot;
+}
+
+template <typename Fn>
+void Router::for_each_transit(const CachedDistances& c, DeviceId u, Fn&& fn) const {
+  for (std::size_t e = transit_offset_[u]; e < transit_server_offset_[u]; ++e)
+    fn(transit_[e].to, transit_[e].cost);  // never a stub in transit
+  // Of the transit servers' devices, dst's own server's only (transit_node_).
+  const auto end = transit_.begin() + static_cast<std::ptrdiff_t>(transit_offset_[u + 1]);
+  auto it = std::lower_bound(transit_.begin() + static_cast<std::ptrdiff_t>(transit_server_offset_[u]),
+                             end, c.dst_node, [](const Transit& t, int node) { return t.node < node; });
+  for (; it != end && it->node == c.dst_node; ++it) fn(it->to, it->cost);
 }
 
 void Router::set_distance(CachedDistances& c, DeviceId v, std::uint64_t d) const {
@@ -110,12 +122,12 @@ void Router::settle_below(CachedDistances& c, std::uint64_t bound) const {
     if (u == c.dst) {  // the destination's stub neighbours too (see stub_exit_)
       for (LinkId id : topology_->links_of(u)) {
         const DeviceId v = links[id].other(u);
-        if (may_forward(v)) relax(v, link_costs_[id]);  // GPUs never forward
+        // GPUs never forward; other transit servers get theirs from settle_server.
+        if (may_forward(v) && !foreign_transit(c, v)) relax(v, link_costs_[id]);
       }
       continue;
     }
-    for (std::size_t e = transit_offset_[u]; e < transit_offset_[u + 1]; ++e)
-      relax(transit_[e].to, transit_[e].cost);  // never a stub in transit
+    for_each_transit(c, u, relax);
   }
 }
 
@@ -125,15 +137,52 @@ void Router::expand_deferred(CachedDistances& c) const {
   c.deferred = std::numeric_limits<DeviceId>::max();
   const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
   const std::uint64_t d = c.dist[u];
-  for (std::size_t e = transit_offset_[u]; e < transit_offset_[u + 1]; ++e) {
-    const DeviceId v = transit_[e].to;
-    if (c.settled[v]) continue;
-    const std::uint64_t nd = d + transit_[e].cost;
+  for_each_transit(c, u, [&](DeviceId v, std::uint64_t cost) {
+    if (c.settled[v]) return;
+    const std::uint64_t nd = d + cost;
     if (nd < c.dist[v]) {
       set_distance(c, v, nd);
       c.heap.emplace_back(nd, v);
       std::push_heap(c.heap.begin(), c.heap.end(), later);
     }
+  });
+}
+
+// A transit server other than dst's: its devices reach dst only through the network devices
+// around it (no detour through another server is shorter, find_transit_servers), so their
+// distances are a Dijkstra inside the server seeded with those devices' distances.
+void Router::settle_server(CachedDistances& c, int node) const {
+  const auto x = static_cast<std::size_t>(node);
+  const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
+  std::vector<std::pair<std::uint64_t, DeviceId>> heap;
+  for (std::size_t k = server_border_offset_[x]; k < server_border_offset_[x + 1]; ++k) {
+    const Border& b = server_borders_[k];
+    settle(c, b.outside);
+    if (c.dist[b.outside] == kUnreachable || c.dist[b.outside] + b.cost >= c.dist[b.inside])
+      continue;
+    set_distance(c, b.inside, c.dist[b.outside] + b.cost);
+    heap.emplace_back(c.dist[b.inside], b.inside);
+    std::push_heap(heap.begin(), heap.end(), later);
+  }
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const auto [d, u] = heap.back();
+    heap.pop_back();
+    if (c.settled[u] || d != c.dist[u]) continue;
+    c.settled[u] = 1;
+    for (const Neighbour& nb : neighbours(u)) {
+      if (transit_node_[nb.to] != node || c.settled[nb.to] || d + nb.cost >= c.dist[nb.to])
+        continue;
+      set_distance(c, nb.to, d + nb.cost);
+      heap.emplace_back(d + nb.cost, nb.to);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+  for (std::size_t k = server_device_offset_[x]; k < server_device_offset_[x + 1]; ++k) {
+    const DeviceId v = server_devices_[k];
+    if (c.settled[v]) continue;
+    set_distance(c, v, kUnreachable);  // cut off from the network: remembered as settled
+    c.settled[v] = 1;
   }
 }
 
@@ -149,6 +198,10 @@ std::optional<std::uint64_t> Router::next_key(const CachedDistances& c) const {
 
 void Router::settle(CachedDistances& c, DeviceId v) const {
   if (c.settled[v]) return;
+  if (foreign_transit(c, v)) {
+    settle_server(c, transit_node_[v]);
+    return;
+  }
   const auto next_to_dst = [&] {  // asked of stubs only: a switch may have thousands of links
     return std::any_of(topology_->links_of(v).begin(), topology_->links_of(v).end(),
                        [&](LinkId id) { return topology_->link(id).other(v) == c.dst; });
@@ -177,6 +230,8 @@ Router::CachedDistances& Router::distances(DeviceId from, DeviceId dst) const {
     // A GPU source only originates traffic: one relaxation over its links, once each
     // neighbour closer than the best so far is settled.
     if (!c.settled[from]) {
+      for (LinkId id : topology_->links_of(from))  // its server's side, if left out (settle)
+        if (const DeviceId v = links[id].other(from); foreign_transit(c, v)) settle(c, v);
       // A stub neighbour's cost, once the search has settled a device of its chain (a stub
       // not settled by the search reaches dst through its exit): not asked for eagerly, so
       // that a GPU whose NVLink neighbour is two hops from dst does not search the whole

@@ -343,6 +343,7 @@ class Router {
     // relaxed for none of them). kNoDevice when dst has no proxy or it has been expanded.
     DeviceId deferred = std::numeric_limits<DeviceId>::max();
     bool deferred_pending = false;  // popped, links not yet relaxed
+    int dst_node = -1;              // dst's server (Device::node)
   };
   // The distances toward dst, exact for every device closer to dst than `from` (and for `from`
   // itself, also when it is a GPU source).
@@ -368,9 +369,42 @@ class Router {
   struct Transit {
     DeviceId to;
     std::uint64_t cost;
+    int node;  // to's server when it is a transit server's device (below), else -1
   };
   std::vector<std::size_t> transit_offset_;
   std::vector<Transit> transit_;
+  // Servers whose devices could carry traffic between network devices (a NIC reached from the
+  // network leads on to other NICs: PCIe switches and CPUs without peer to peer, PCIe servers).
+  // When no such detour is ever as short as the network's own path between its two ends
+  // (checked once, no_server_transit()), a search toward dst enters no transit server but
+  // dst's: their devices get their distances from a search inside the server, seeded by the
+  // network devices around it, when a source there asks (settle_server). Per device: its
+  // server if it forwards in such a server, else -1; transit_ lists such devices last, by server
+  // (transit_server_offset_[u] is where they start), so a search finds dst's server's few.
+  std::vector<int> transit_node_;
+  std::vector<std::size_t> transit_server_offset_;
+  // Per transit server: its forwarding devices and its border links (device inside, forwarding
+  // device outside, cost), in server order (CSR by server index).
+  struct Border {
+    DeviceId inside;
+    DeviceId outside;
+    std::uint64_t cost;
+  };
+  std::vector<std::size_t> server_device_offset_;
+  std::vector<DeviceId> server_devices_;
+  std::vector<std::size_t> server_border_offset_;
+  std::vector<Border> server_borders_;
+  // Sets transit_node_ (all -1 unless every detour through a server is longer than the
+  // network's path between its ends) and the per-server lists above.
+  void find_transit_servers();
+  [[nodiscard]] bool foreign_transit(const CachedDistances& c, DeviceId v) const {
+    return transit_node_[v] >= 0 && transit_node_[v] != c.dst_node;
+  }
+  // The relaxations of u's transit hops a search toward c.dst makes.
+  template <typename Fn>
+  void for_each_transit(const CachedDistances& c, DeviceId u, Fn&& fn) const;
+  // Settles every forwarding device of transit server `node` toward c.dst (see transit_node_).
+  void settle_server(CachedDistances& c, int node) const;
   // Every device's links in links_of() order with the neighbour, the cost and whether it is a
   // GPU (CSR: neighbours_[neighbour_offset_[u] .. neighbour_offset_[u + 1])): a route's walk
   // checks each link of a hop without reading Device or Link (a spine has thousands).

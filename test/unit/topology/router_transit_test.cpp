@@ -1,0 +1,245 @@
+// Router on clusters whose servers could carry traffic between network devices (a CPU and PCIe
+// switches joining the NICs: node.pcie.p2p false, PCIe servers). The router's searches leave
+// such servers out unless the route starts or ends there, which must change no route: every
+// route's cost and every equal-cost count here equal a plain Dijkstra over the whole graph (GPUs
+// never forward), on template clusters, on random graphs of servers, and where a server is the
+// only way between two switches (then it carries the traffic, as before).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gradsync/topology/cluster_spec.hpp"
+#include "gradsync/topology/topology.hpp"
+#include "gradsync/units/units.hpp"
+
+using namespace gradsync;
+using namespace gradsync::literals;
+
+namespace {
+
+constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+
+// The Router's documented link cost: one hop, plus a little for narrow links.
+std::uint64_t cost_of(const Link& l) {
+  const double gbps = std::max(l.bandwidth.gigabytes_per_second(), 1e-6);
+  return Router::kHopCost +
+         static_cast<std::uint64_t>(std::min(std::round(Router::kWidthScale / gbps), 1e5));
+}
+
+// Shortest cost from src to dst and the number of shortest paths, through non-GPU devices only.
+struct Reference {
+  std::uint64_t cost = kNone;
+  std::size_t paths = 0;
+};
+
+Reference reference(const Topology& t, DeviceId src, DeviceId dst) {
+  const std::size_t n = t.devices().size();
+  std::vector<std::uint64_t> dist(n, kNone);
+  using Entry = std::pair<std::uint64_t, DeviceId>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  dist[dst] = 0;
+  heap.emplace(0, dst);
+  const auto forwards = [&](DeviceId v) { return t.device(v).kind != DeviceKind::Gpu; };
+  while (!heap.empty()) {
+    const auto [d, u] = heap.top();
+    heap.pop();
+    if (d != dist[u] || (u != dst && !forwards(u))) continue;  // a GPU is an end, not a hop
+    for (LinkId id : t.links_of(u)) {
+      const DeviceId v = t.link(id).other(u);
+      const std::uint64_t nd = d + cost_of(t.link(id));
+      if (nd < dist[v]) {
+        dist[v] = nd;
+        heap.emplace(nd, v);
+      }
+    }
+  }
+  Reference r;
+  r.cost = dist[src];
+  if (r.cost == kNone) return r;
+  std::vector<std::size_t> memo(n, kNone);
+  const auto count = [&](auto&& self, DeviceId u) -> std::size_t {
+    if (u == dst) return 1;
+    if (memo[u] != kNone) return memo[u];
+    std::size_t total = 0;
+    for (LinkId id : t.links_of(u)) {
+      const DeviceId v = t.link(id).other(u);
+      if (v != dst && !forwards(v)) continue;
+      if (dist[v] != kNone && dist[v] + cost_of(t.link(id)) == dist[u]) total += self(self, v);
+    }
+    return memo[u] = total;
+  };
+  r.paths = count(count, src);
+  return r;
+}
+
+std::uint64_t route_cost(const Topology& t, const Route& r) {
+  std::uint64_t c = 0;
+  for (LinkId id : r.links) c += cost_of(t.link(id));
+  return c;
+}
+
+// Every GPU pair (every `stride`-th destination): the router's route costs the reference's
+// shortest cost, its count is the reference's count. Returns the pairs checked.
+std::size_t check_against_reference(const Topology& t, std::size_t stride = 1) {
+  const Router router(t);
+  std::size_t checked = 0;
+  for (std::size_t j = 0; j < t.gpus().size(); j += stride) {
+    const DeviceId dst = t.gpus()[j];
+    for (const DeviceId src : t.gpus()) {
+      if (src == dst) continue;
+      const Reference want = reference(t, src, dst);
+      CAPTURE(t.device(src).name);
+      CAPTURE(t.device(dst).name);
+      if (want.cost == kNone) {
+        CHECK(router.equal_cost_count(src, dst) == 0);
+        continue;
+      }
+      for (std::uint64_t hash : {0ULL, 0x9e3779b97f4a7c15ULL}) {
+        const Route r = router.route(src, dst, hash);
+        REQUIRE(r.devices.front() == src);
+        REQUIRE(r.devices.back() == dst);
+        CHECK(route_cost(t, r) == want.cost);
+      }
+      CHECK(router.equal_cost_count(src, dst) == want.paths);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+ClusterSpec dgx_no_p2p(int nodes, NetworkShape shape) {
+  ClusterSpec spec;
+  spec.name = "dgx-no-p2p";
+  spec.nodes = nodes;
+  spec.node.gpus = 8;
+  spec.node.intra = LinkGroupSpec{Fabric::NvLink, 450_GBps, 1_us, std::nullopt, {}};
+  spec.node.nics = 8;
+  spec.node.nic_bandwidth = 400_Gbps;
+  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, 64_GBps, 1_us, std::nullopt, {}};
+  spec.node.nic_p2p = false;
+  NetworkSpec net;
+  net.fabric = Fabric::InfiniBand;
+  net.shape = shape;
+  net.hosts_per_leaf = 2;
+  spec.network = net;
+  return spec;
+}
+
+DeviceId add(Topology& t, const std::string& name, DeviceKind kind, int node = -1) {
+  Device device;
+  device.name = name;
+  device.kind = kind;
+  device.node = node;
+  return t.add_device(device);
+}
+
+void connect(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate, Fabric fabric) {
+  Link link;
+  link.a = a;
+  link.b = b;
+  link.fabric = fabric;
+  link.bandwidth = rate;
+  link.latency = 1_us;
+  t.add_link(link);
+}
+
+// Servers of 1-3 GPUs under a CPU with 1-3 NICs on random switches of a random switch graph
+// (not always connected without the servers: then some server is the only way across).
+Topology random_servers(unsigned seed) {
+  std::mt19937 rng(seed);
+  const auto pick = [&](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
+  Topology t("servers" + std::to_string(seed));
+  const std::size_t switches = 2 + pick(5);
+  std::vector<DeviceId> sw;
+  for (std::size_t i = 0; i < switches; ++i) {
+    sw.push_back(add(t, "sw" + std::to_string(i), DeviceKind::Switch));
+    if (i > 0 && pick(4) != 0) connect(t, sw[i], sw[pick(i)], 100_GBps, Fabric::InfiniBand);
+  }
+  const std::size_t servers = 2 + pick(5);
+  for (std::size_t s = 0; s < servers; ++s) {
+    const int node = static_cast<int>(s);
+    const std::string p = "n" + std::to_string(s) + ".";
+    const DeviceId cpu = add(t, p + "cpu", DeviceKind::Cpu, node);
+    for (std::size_t g = 0, gpus = 1 + pick(3); g < gpus; ++g)
+      connect(t, add(t, p + "gpu" + std::to_string(g), DeviceKind::Gpu, node), cpu, 32_GBps,
+              Fabric::Pcie);
+    for (std::size_t k = 0, nics = 1 + pick(3); k < nics; ++k) {
+      const DeviceId nic = add(t, p + "nic" + std::to_string(k), DeviceKind::Nic, node);
+      connect(t, nic, cpu, 32_GBps, Fabric::Pcie);
+      connect(t, nic, sw[pick(switches)], pick(2) == 0 ? 50_GBps : 25_GBps, Fabric::InfiniBand);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("servers without P2P to their NICs: routes equal the full search on every shape") {
+  for (const NetworkShape shape : {NetworkShape::SingleSwitch, NetworkShape::LeafSpine,
+                                   NetworkShape::RailOptimized, NetworkShape::FatTree}) {
+    CAPTURE(to_string(shape));
+    const Topology t = expand_cluster(dgx_no_p2p(5, shape));
+    CHECK(check_against_reference(t, 3) > 0);
+  }
+}
+
+TEST_CASE("PCIe servers with two NICs each: routes equal the full search") {
+  ClusterSpec spec = dgx_no_p2p(4, NetworkShape::LeafSpine);
+  spec.node.gpus = 4;
+  spec.node.intra = LinkGroupSpec{Fabric::Pcie, 32_GBps, 1_us, std::nullopt, {}};
+  spec.node.intra_shape = IntraShape::RootComplex;
+  spec.node.sockets = 2;
+  spec.node.socket_link = LinkGroupSpec{Fabric::Socket, 40_GBps, 1_us, std::nullopt, {}};
+  spec.node.nics = 2;
+  spec.node.nic_p2p = true;
+  CHECK(check_against_reference(expand_cluster(spec)) > 0);
+}
+
+TEST_CASE("random servers on random switches: routes equal the full search") {
+  std::size_t checked = 0;
+  for (unsigned seed = 1; seed <= 150; ++seed) {
+    CAPTURE(seed);
+    checked += check_against_reference(random_servers(seed));
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("a server that is the only way between two switches still carries the traffic") {
+  // sw0 and sw1 are joined only through n2, whose CPU joins its two NICs.
+  Topology t("bridge");
+  const DeviceId sw0 = add(t, "sw0", DeviceKind::Switch);
+  const DeviceId sw1 = add(t, "sw1", DeviceKind::Switch);
+  const DeviceId sws[2] = {sw0, sw1};
+  for (int s = 0; s < 2; ++s) {
+    const std::string p = "n" + std::to_string(s) + ".";
+    const DeviceId cpu = add(t, p + "cpu", DeviceKind::Cpu, s);
+    const DeviceId nic = add(t, p + "nic", DeviceKind::Nic, s);
+    connect(t, add(t, p + "gpu", DeviceKind::Gpu, s), cpu, 32_GBps, Fabric::Pcie);
+    connect(t, nic, cpu, 32_GBps, Fabric::Pcie);
+    connect(t, nic, sws[s], 50_GBps, Fabric::InfiniBand);
+  }
+  const DeviceId cpu = add(t, "n2.cpu", DeviceKind::Cpu, 2);
+  connect(t, add(t, "n2.gpu", DeviceKind::Gpu, 2), cpu, 32_GBps, Fabric::Pcie);
+  for (int k = 0; k < 2; ++k) {
+    const DeviceId nic = add(t, "n2.nic" + std::to_string(k), DeviceKind::Nic, 2);
+    connect(t, nic, cpu, 32_GBps, Fabric::Pcie);
+    connect(t, nic, sws[k], 50_GBps, Fabric::InfiniBand);
+  }
+  const Router router(t);
+  const Route r = router.route(*t.find_device("n0.gpu"), *t.find_device("n1.gpu"));
+  std::string names;
+  for (DeviceId d : r.devices) names += (names.empty() ? "" : " ") + t.device(d).name;
+  CHECK(names == "n0.gpu n0.cpu n0.nic sw0 n2.nic0 n2.cpu n2.nic1 sw1 n1.nic n1.cpu n1.gpu");
+  CHECK(check_against_reference(t) == 6);
+}
