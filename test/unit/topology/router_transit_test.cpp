@@ -152,8 +152,9 @@ void connect(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate, Fabric fa
   t.add_link(link);
 }
 
-// Servers of 1-3 GPUs under a CPU with 1-3 NICs on random switches of a random switch graph
-// (not always connected without the servers: then some server is the only way across).
+// Servers of 1-3 GPUs under a CPU with 1-3 NICs, or of 2-4 GPUs on an NVSwitch with a NIC
+// each, on random switches of a random switch graph (not always connected without the
+// servers: then some server is the only way across).
 Topology random_servers(unsigned seed) {
   std::mt19937 rng(seed);
   const auto pick = [&](std::size_t n) {
@@ -170,6 +171,17 @@ Topology random_servers(unsigned seed) {
   for (std::size_t s = 0; s < servers; ++s) {
     const int node = static_cast<int>(s);
     const std::string p = "n" + std::to_string(s) + ".";
+    if (pick(3) == 0) {  // NVSwitch, and a NIC on each GPU (stubs off the network)
+      const DeviceId nv = add(t, p + "nvswitch", DeviceKind::NvSwitch, node);
+      for (std::size_t g = 0, gpus = 2 + pick(3); g < gpus; ++g) {
+        const DeviceId gpu = add(t, p + "gpu" + std::to_string(g), DeviceKind::Gpu, node);
+        const DeviceId nic = add(t, p + "nic" + std::to_string(g), DeviceKind::Nic, node);
+        connect(t, gpu, nv, 450_GBps, Fabric::NvLink);
+        connect(t, gpu, nic, 64_GBps, Fabric::Pcie);
+        connect(t, nic, sw[pick(switches)], 50_GBps, Fabric::InfiniBand);
+      }
+      continue;
+    }
     const DeviceId cpu = add(t, p + "cpu", DeviceKind::Cpu, node);
     for (std::size_t g = 0, gpus = 1 + pick(3); g < gpus; ++g)
       connect(t, add(t, p + "gpu" + std::to_string(g), DeviceKind::Gpu, node), cpu, 32_GBps,
@@ -208,7 +220,7 @@ TEST_CASE("PCIe servers with two NICs each: routes equal the full search") {
 
 TEST_CASE("random servers on random switches: routes equal the full search") {
   std::size_t checked = 0;
-  for (unsigned seed = 1; seed <= 150; ++seed) {
+  for (unsigned seed = 1; seed <= 500; ++seed) {
     CAPTURE(seed);
     checked += check_against_reference(random_servers(seed));
   }
