@@ -42,10 +42,11 @@ double default_efficiency(Fabric fabric) {
       return 0.94;
     case Fabric::Efa:
       // EFA v1 (p4d/p4de, 4 x 100G): AWS-p4dex2-2147483648, a 2-node Tree whose algbw is the
-      // inter-node rate: 41.78 / (4 x 12.5 GB/s) = 0.836. No row in the shared data pins EFA
+      // inter-node rate, which the Tree carries at NCCL's Tree share 0.92 (tuning.cc):
+      // 41.78 / (4 x 12.5 GB/s x 0.92) = 0.908. No row in the shared data pins EFA
       // v2 (p5: its 2-node runs are bound by NVLS inside the server, AWS-p5x2-17179869184
       // gives only >= 0.65) or v3/v4 (p5en, p6): calibrate against a run of yours.
-      return 0.84;
+      return 0.91;
     case Fabric::Memory:
       // Sustained / peak DRAM bandwidth: STREAM moves 74-78 % of the DDR wire rate (Copy 77 %,
       // Triad 78 % on DDR4-1600, TI SPRAD45A table 3-2; 73-79 % on another board, TI
