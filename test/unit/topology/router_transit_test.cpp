@@ -20,9 +20,12 @@
 #include "gradsync/topology/cluster_spec.hpp"
 #include "gradsync/topology/topology.hpp"
 #include "gradsync/units/units.hpp"
+#include "topology_fixtures.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;
+using gradsync::test::add;
+using gradsync::test::dgx_cluster;
 
 namespace {
 
@@ -117,29 +120,10 @@ std::size_t check_against_reference(const Topology& t, std::size_t stride = 1) {
 }
 
 ClusterSpec dgx_no_p2p(int nodes, NetworkShape shape) {
-  ClusterSpec spec;
+  ClusterSpec spec = dgx_cluster(nodes, shape);
   spec.name = "dgx-no-p2p";
-  spec.nodes = nodes;
-  spec.node.gpus = 8;
-  spec.node.intra = LinkGroupSpec{Fabric::NvLink, 450_GBps, 1_us, std::nullopt, {}};
-  spec.node.nics = 8;
-  spec.node.nic_bandwidth = 400_Gbps;
-  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, 64_GBps, 1_us, std::nullopt, {}};
   spec.node.nic_p2p = false;
-  NetworkSpec net;
-  net.fabric = Fabric::InfiniBand;
-  net.shape = shape;
-  net.hosts_per_leaf = 2;
-  spec.network = net;
   return spec;
-}
-
-DeviceId add(Topology& t, const std::string& name, DeviceKind kind, int node = -1) {
-  Device device;
-  device.name = name;
-  device.kind = kind;
-  device.node = node;
-  return t.add_device(device);
 }
 
 void connect(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate, Fabric fabric) {

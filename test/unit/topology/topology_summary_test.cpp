@@ -12,19 +12,14 @@
 #include "gradsync/topology/topology.hpp"
 #include "gradsync/topology/topology_summary.hpp"
 #include "gradsync/units/units.hpp"
+#include "topology_fixtures.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;
+using gradsync::test::add;
+using gradsync::test::dgx_cluster;
 
 namespace {
-
-DeviceId add(Topology& t, const std::string& name, DeviceKind kind, int node = -1) {
-  Device device;
-  device.name = name;
-  device.kind = kind;
-  device.node = node;
-  return t.add_device(device);
-}
 
 void connect(Topology& t, DeviceId a, DeviceId b, Fabric fabric, BytesPerSecond rate,
              Duplex duplex = Duplex::Full) {
@@ -139,23 +134,6 @@ Topology random_topology(unsigned seed) {
     if (i > 0 && pick(3) == 0) connect(t, gpu[i], gpu[pick(i)], Fabric::NvLink, 100_GBps);
   }
   return t;
-}
-
-ClusterSpec dgx_cluster(int nodes, NetworkShape shape) {
-  ClusterSpec spec;
-  spec.name = "dgx";
-  spec.nodes = nodes;
-  spec.node.gpus = 8;
-  spec.node.intra = LinkGroupSpec{Fabric::NvLink, 450_GBps, 1_us, std::nullopt, {}};
-  spec.node.nics = 8;
-  spec.node.nic_bandwidth = 400_Gbps;
-  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, 64_GBps, 1_us, std::nullopt, {}};
-  NetworkSpec net;
-  net.fabric = Fabric::InfiniBand;
-  net.shape = shape;
-  net.hosts_per_leaf = 2;
-  spec.network = net;
-  return spec;
 }
 
 std::size_t count_of(const std::string& text, const std::string& needle) {

@@ -27,19 +27,13 @@
 #include "gradsync/fabric/nccl_model.hpp"
 #include "gradsync/topology/topology.hpp"
 #include "gradsync/units/units.hpp"
+#include "topology_fixtures.hpp"
 
 using namespace gradsync;
 using namespace gradsync::literals;
+using gradsync::test::add;
 
 namespace {
-
-DeviceId add(Topology& t, const std::string& name, DeviceKind kind, int node = -1) {
-  Device device;
-  device.name = name;
-  device.kind = kind;
-  device.node = node;
-  return t.add_device(device);
-}
 
 LinkId connect(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate = 25_GBps,
                Fabric fabric = Fabric::InfiniBand, double efficiency = 1.0,
