@@ -236,9 +236,14 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
   out << fmt::format("  {:<22}{:>12}\n", "GPU utilization", percent(m.gpu_utilization));
   out << fmt::format("  {:<22}{:>12}   samples/s ({:.0f} samples per step)\n",
                      "throughput", rate_text(m.samples_per_s), m.samples_per_step);
-  out << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication\n",
+  // Above 1 only where the layout divides work one GPU alone does in full: the optimizer step,
+  // sharded over the data-parallel ranks (ZeRO, FSDP, HSDP).
+  out << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication{}\n",
                      "scaling efficiency", percent(m.scaling_efficiency),
-                     plain ? r.ranks : r.gpus);
+                     plain ? r.ranks : r.gpus,
+                     m.scaling_efficiency >= 1.005  // printed above 100 %
+                         ? " (above 100 %: each GPU steps only its shard of the optimizer)"
+                         : "");
   if (r.nodes > 1 && r.one_node_samples_per_s.value_or(0.0) > 0.0) {
     // Servers filled unevenly: GPUs over a whole server's (8 + 4: 1.5 × one node of 8 GPUs).
     const std::uint32_t fullest =

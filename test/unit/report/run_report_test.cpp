@@ -183,6 +183,13 @@ TEST_CASE("run text: header, time rows with shares, throughput, cost, verdict, l
   CHECK(contains(text, "  exposed communication       500 ms   25 % of the step (GPU waiting"));
   CHECK(contains(text, "  throughput                    64.0   samples/s (128 samples per step)"));
   CHECK(contains(text, "  scaling efficiency            75 %   vs 32 × one GPU"));
+  CHECK(!contains(text, "above 100 %"));
+  // A sharded optimizer: each GPU steps only its share, so more than 32 GPUs' worth.
+  ScenarioResult sharded = synthetic_result();
+  sharded.metrics.scaling_efficiency = 1.03;
+  CHECK(contains(run_result_text(sharded, priced_scenario()),
+                 "  scaling efficiency           103 %   vs 32 × one GPU with no communication "
+                 "(above 100 %: each GPU steps only its shard of the optimizer)\n"));
   CHECK(contains(text, "80 %   vs 4 × one node (20.0 samples/s)"));
   CHECK(contains(text, "USD per sample (1206400 USD cluster depreciated over 3 years: 45.91 "
                        "USD/hour)"));
