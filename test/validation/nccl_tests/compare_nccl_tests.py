@@ -59,7 +59,7 @@ BANDS = (("A", 64 * KiB, 1 * MiB, 0.35),
          ("C", 64 * MiB, float("inf"), 0.12))
 # Median |busbw error| allowed per band. The goal is 10 % in every band; band A is gated at
 # 12 % until its EFA rows are modelled (11.0 % now: AWS-p4dex2 64-512 KiB run
-# 14-29 % slower than gradsync's LL, see sim/fabric/README.md), so that it cannot get worse.
+# 16-33 % slower than gradsync's LL, see sim/fabric/README.md), so that it cannot get worse.
 # Band C is gated at 5 % (2.3 % now; its worst checked row 10.4 %, under the 12 % per row), so
 # that what it reached cannot slip back.
 BAND_MEDIAN_MAX = {"A": 0.12, "B": 0.10, "C": 0.05}
