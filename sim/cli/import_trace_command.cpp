@@ -39,7 +39,7 @@ struct ImportOptions {
   std::uint32_t samples = 1;
 };
 
-[[noreturn]] void fail(const std::string& option, const std::string& message) {
+[[noreturn]] void fail_option(const std::string& option, const std::string& message) {
   throw ConfigError(SourceMark{"gradsync import-trace " + option, 0, 0}, message);
 }
 
@@ -49,7 +49,7 @@ std::vector<double> model_tensors(const std::string& model) {
     return backward_tensors(preset_layers(*p, preset_dims(*p), Seconds(1.0), Seconds(2.0)));
   std::error_code ec;
   if (!fs::is_regular_file(model, ec))
-    fail("--model", fmt::format("'{}' is neither a preset (gradsync models) nor a scenario "
+    fail_option("--model", fmt::format("'{}' is neither a preset (gradsync models) nor a scenario "
                                 "file", model));
   return backward_tensors(load_scenario_file(model).scenario.model.layers);
 }
@@ -62,7 +62,7 @@ void run_import(const ImportOptions& o) {
   const fs::path trace_path = rank_trace_file(o.trace, o.rank);
   const ProfilerTrace trace = read_profiler_trace(trace_path);
   if (o.rank && trace.rank && *trace.rank != *o.rank)
-    fail("--rank", fmt::format("{} is the trace of rank {} (distributedInfo.rank)",
+    fail_option("--rank", fmt::format("{} is the trace of rank {} (distributedInfo.rank)",
                                trace_path.string(), *trace.rank));
   const TraceWorkload w = analyze_ddp_trace(trace, opts);
   const std::uint32_t rank = trace.rank.value_or(o.rank.value_or(0));

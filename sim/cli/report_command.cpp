@@ -36,14 +36,14 @@ struct ReportCliOptions {
   std::string out;
 };
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
+[[noreturn]] void fail_at(const std::string& where, const std::string& what) {
   throw ConfigError(SourceMark{where, 0, 0}, what);
 }
 
 void report(const ReportCliOptions& o) {
   const fs::path dir = o.dir;
   std::vector<sweep::PointRecord> records = sweep::read_results_dir(dir);
-  if (records.empty()) fail(dir.string(), "holds no sweep results (no points finished yet?)");
+  if (records.empty()) fail_at(dir.string(), "holds no sweep results (no points finished yet?)");
   const std::optional<sweep::Manifest> manifest = sweep::read_manifest(dir);
 
   SweepReport page;
@@ -63,7 +63,7 @@ void report(const ReportCliOptions& o) {
             [](const SweepReportPoint& a, const SweepReportPoint& b) { return a.index < b.index; });
   const std::vector<SweepReportPoint> good = chartable_points(page.points);
   if (good.empty())
-    fail(dir.string(), fmt::format("holds {} points but none succeeded: nothing to chart",
+    fail_at(dir.string(), fmt::format("holds {} points but none succeeded: nothing to chart",
                                    page.points.size()));
 
   std::string no_charts;

@@ -18,8 +18,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
-
 std::string gain_text(double gain) {
   if (gain >= 1.0) return fmt::format("×{:.2f}", gain + 1.0);
   return fmt::format("{:+.1f} %", 100.0 * gain);
@@ -154,7 +152,7 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
                      loaded.topology.topology.name());
   out += fmt::format(
       "baseline: step {}, {:.1f} samples/s, exposed communication {} of the step ({}){}\n",
-      format_time(Seconds(base.step_time_s)), base.samples_per_s, percent(base.exposed_share()),
+      format_time(Seconds(base.step_time_s)), base.samples_per_s, format_percent(base.exposed_share()),
       base.verdict, base.bottleneck.empty() ? "" : "; busiest link " + base.bottleneck);
   const bool priced = base.cost_per_sample.has_value();
   if (priced) out += fmt::format("          {:.4g} per sample\n", *base.cost_per_sample);
@@ -180,7 +178,7 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
     out +=
         fmt::format("  {:>3}  {:<{}}  {:>10}  {:>12.1f}  {:>8}  {:>7}{}\n", i + 1, r.variant.change,
                     width, format_time(Seconds(r.outcome.step_time_s)), r.outcome.samples_per_s,
-                    gain_text(r.gain), percent(r.outcome.exposed_share()), cost);
+                    gain_text(r.gain), format_percent(r.outcome.exposed_share()), cost);
   }
   if (footnote)
     out += "  * priced with the topology's cost: as written (the old NIC and switch prices)\n";
@@ -211,8 +209,8 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
           });
       out += fmt::format(
           "  cheapest network that meets the {} rule: {}{} (step {}, exposed {}){}{}\n",
-          percent(kCommunicationBoundShare), n.label, n.baseline ? ", the baseline's" : "",
-          format_time(Seconds(n.outcome.step_time_s)), percent(n.outcome.exposed_share()),
+          format_percent(kCommunicationBoundShare), n.label, n.baseline ? ", the baseline's" : "",
+          format_time(Seconds(n.outcome.step_time_s)), format_percent(n.outcome.exposed_share()),
           n.baseline || base.samples_per_s <= 0.0
               ? std::string()
               : "; " + gain_text(n.outcome.samples_per_s / base.samples_per_s - 1.0) + " samples/s",
@@ -227,8 +225,8 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
             return x.outcome.exposed_share() < y.outcome.exposed_share();
           });
       out += fmt::format("  no network tried meets the {} rule (least exposed: {}, {})\n",
-                         percent(kCommunicationBoundShare), least->label,
-                         percent(least->outcome.exposed_share()));
+                         format_percent(kCommunicationBoundShare), least->label,
+                         format_percent(least->outcome.exposed_share()));
     }
   }
 
@@ -276,7 +274,7 @@ std::string advice_text(const LoadedScenario& loaded, const AdviceBaseline& b, c
   }
 
   out += fmt::format("\n{} rule (exposed communication ≤ {} of the step):\n", "30 %",
-                     percent(kCommunicationBoundShare));
+                     format_percent(kCommunicationBoundShare));
   if (a.rule_met_already) {
     out += "  already met: no accumulation or compression needed\n";
   } else {

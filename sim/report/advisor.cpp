@@ -12,12 +12,6 @@
 
 namespace gradsync {
 
-namespace {
-
-std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
-
-}  // namespace
-
 Advice advise(const AdviceBaseline& b, const AdviseOptions& o, const AdviceRunner& run) {
   Advice a;
   // The baseline alone first: if it cannot run, nothing else can.
@@ -103,7 +97,7 @@ Advice advise(const AdviceBaseline& b, const AdviseOptions& o, const AdviceRunne
       a.notes.push_back(fmt::format(
           "no accumulation up to {} micro-batches per step brings exposed communication under "
           "{}",
-          kMaxAdviceAccumulation, percent(kCommunicationBoundShare)));
+          kMaxAdviceAccumulation, format_percent(kCommunicationBoundShare)));
     }
   }
 
@@ -137,7 +131,7 @@ Advice advise(const AdviceBaseline& b, const AdviseOptions& o, const AdviceRunne
     } else {
       a.notes.push_back(fmt::format(
           "no Top-K keep-ratio down to {} brings exposed communication under {}",
-          fmt::format("{:g} %", topk.back() * 100.0), percent(kCommunicationBoundShare)));
+          fmt::format("{:g} %", topk.back() * 100.0), format_percent(kCommunicationBoundShare)));
     }
   }
 

@@ -89,7 +89,8 @@ std::string format_optional_rate(const std::optional<BytesPerSecond>& r) {
   return r ? format_rate(*r) : std::string("-");
 }
 
-std::string format_percent(double share) { return fmt::format("{:.3g} %", share * 100.0); }
+// A share as a percentage to 3 significant digits (0.91234 -> "91.2 %").
+std::string percent_3g(double share) { return fmt::format("{:.3g} %", share * 100.0); }
 
 void check_request(const EstimateRequest& r) {
   auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
@@ -192,7 +193,7 @@ std::string format_estimate(const SyncEstimate& e) {
   line(fmt::format("network: {} ({}) per GPU, latency {} per step; efficiency {} -> {} ({}) "
                    "effective",
                    format_rate_bits(r.bandwidth), format_rate(r.bandwidth),
-                   format_duration(r.latency), format_percent(r.efficiency),
+                   format_duration(r.latency), percent_3g(r.efficiency),
                    format_rate_bits(e.effective_bandwidth), format_rate(e.effective_bandwidth)));
   std::string gpus = fmt::format("{} GPU{}", r.gpus, r.gpus == 1 ? "" : "s");
   if (r.gpus_per_node && e.nodes)
@@ -211,7 +212,7 @@ std::string format_estimate(const SyncEstimate& e) {
   } else {
     line(fmt::format("naive:  S / (B x e) + latency = {} at {}   (typical 50-70 % efficiency: "
                      "{} at 70 % .. {} at 50 %)",
-                     format_duration(e.naive_range.point), format_percent(r.efficiency),
+                     format_duration(e.naive_range.point), percent_3g(r.efficiency),
                      format_duration(e.naive_range.low), format_duration(e.naive_range.high)));
   }
   line("");
@@ -222,7 +223,7 @@ std::string format_estimate(const SyncEstimate& e) {
   if (amortized) header += fmt::format(" {:>11}", "/micro-b.");
   header += fmt::format(" {:>11} {:>11}", "algbw", "busbw");
   if (share) header += fmt::format(" {:>8}", "of step");
-  line(header + "  formula (at " + format_percent(r.efficiency) + " efficiency)");
+  line(header + "  formula (at " + percent_3g(r.efficiency) + " efficiency)");
 
   auto formula = [&](EstimateAlgorithm a) -> std::string {
     switch (a) {
@@ -245,7 +246,7 @@ std::string format_estimate(const SyncEstimate& e) {
     text += fmt::format(" {:>11} {:>11}", format_optional_rate(a->algbw),
                         format_optional_rate(a->busbw));
     if (share)
-      text += fmt::format(" {:>8}", a->step_share ? format_percent(*a->step_share) : "-");
+      text += fmt::format(" {:>8}", a->step_share ? percent_3g(*a->step_share) : "-");
     line(text + "  " + formula(a->algorithm));
   }
   if (!e.hierarchical)
@@ -265,7 +266,7 @@ std::string format_estimate(const SyncEstimate& e) {
                      "per optimizer step.",
                      r.accumulation, format_duration(*r.compute), format_duration(*e.step_compute)));
     line(fmt::format("Above {} the step is communication-bound (rule of thumb): adding GPUs buys "
-                     "little;", format_percent(kCommunicationBoundShare)));
+                     "little;", percent_3g(kCommunicationBoundShare)));
     line("fix the network, overlap, accumulate or compress first.");
     std::string verdicts;
     for (const AlgorithmEstimate* a : e.rows())

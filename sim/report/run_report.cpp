@@ -12,11 +12,11 @@
 
 #include "gradsync/report/run_json.hpp"
 #include "gradsync/topology/topology_summary.hpp"
+#include "gradsync/units/units.hpp"
 
 namespace gradsync {
 namespace {
 
-std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
 // Samples/s with one decimal, or 3 significant digits below 10 (0.03, not 0.0).
 std::string rate_text(double v) {
   return v >= 10.0 || v == 0.0 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v);
@@ -193,13 +193,13 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
     row("compute", m.compute_time,
         fmt::format("{} of the step: 1/{} of a stage's layers over {} micro-batches, + its "
                     "optimizer share{}",
-                    percent(step > 0 ? m.compute_time.seconds() / step : 0), r.layout.tensor,
+                    format_percent(step > 0 ? m.compute_time.seconds() / step : 0), r.layout.tensor,
                     sc.training.accumulation,
                     sc.parallel.activation_checkpointing ? " (backward recomputes forward)" : ""));
   else
     row("compute", m.compute_time,
         fmt::format("{} of the step: {} × (forward {} + backward {}){}",
-                    percent(step > 0 ? m.compute_time.seconds() / step : 0),
+                    format_percent(step > 0 ? m.compute_time.seconds() / step : 0),
                     sc.training.accumulation, format_time(sc.compute.forward),
                     format_time(sc.compute.backward),
                     async ? " (the servers run the optimizer)"
@@ -208,7 +208,7 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
       fmt::format("sum of the bucket collectives ({:.2f}× compute)", m.comm_compute_ratio));
   row("exposed communication", m.exposed_comm,
       fmt::format("{} of the step (GPU waiting for gradients)",
-                  percent(step > 0 ? m.exposed_comm.seconds() / step : 0)));
+                  format_percent(step > 0 ? m.exposed_comm.seconds() / step : 0)));
   if (t.codec_time.seconds() > 0) row("compression codec", t.codec_time, "encode + decode");
   if (!plain) {
     auto kind_row = [&](const char* label, const CommKindStats& k) {
@@ -227,19 +227,19 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
     if (sc.parallel.pipeline > 1)
       row("pipeline bubble", r.bubble,
           fmt::format("{} of the step (stages idle, waiting for one another)",
-                      percent(step > 0 ? r.bubble.seconds() / step : 0)));
+                      format_percent(step > 0 ? r.bubble.seconds() / step : 0)));
   }
   if (async)
     out << fmt::format("  {:<22}{:>12}   steps a worker runs ahead of its own update; "
                        "{} updates from all workers in between (async-ps)\n",
                        "staleness", t.staleness_steps, m.staleness_updates);
-  out << fmt::format("  {:<22}{:>12}\n", "GPU utilization", percent(m.gpu_utilization));
+  out << fmt::format("  {:<22}{:>12}\n", "GPU utilization", format_percent(m.gpu_utilization));
   out << fmt::format("  {:<22}{:>12}   samples/s ({:.0f} samples per step)\n",
                      "throughput", rate_text(m.samples_per_s), m.samples_per_step);
   // Above 1 only where the layout divides work one GPU alone does in full: the optimizer step,
   // sharded over the data-parallel ranks (ZeRO, FSDP, HSDP).
   out << fmt::format("  {:<22}{:>12}   vs {} × one GPU with no communication{}\n",
-                     "scaling efficiency", percent(m.scaling_efficiency),
+                     "scaling efficiency", format_percent(m.scaling_efficiency),
                      plain ? r.ranks : r.gpus,
                      m.scaling_efficiency >= 1.005  // printed above 100 %
                          ? " (above 100 %: each GPU steps only its shard of the optimizer)"
@@ -252,7 +252,7 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
         fullest == 0 ? fmt::format("{}", r.nodes)
                      : fmt::format("{:g}", static_cast<double>(r.gpus) / fullest);
     out << fmt::format("  {:<22}{:>12}   vs {} × one node{} ({} samples/s)\n", "",
-                       percent(*r.scaling_vs_one_node), worth,
+                       format_percent(*r.scaling_vs_one_node), worth,
                        fullest == 0 ? std::string() : fmt::format(" of {} GPUs", fullest),
                        rate_text(*r.one_node_samples_per_s));
   }
@@ -268,7 +268,7 @@ std::string run_result_text(const ScenarioResult& r, const LoadedScenario& loade
     for (std::size_t i = 0; i < r.busiest_links.size() && i < 5; ++i) {
       const LinkLoad& l = r.busiest_links[i];
       out << fmt::format("  {:<34} {:<11} {:>10} per step  {:>5} utilized\n", l.name,
-                         to_string(l.fabric), format_size(l.bytes), percent(l.utilization));
+                         to_string(l.fabric), format_size(l.bytes), format_percent(l.utilization));
     }
   }
   if (!r.gpu_utilization_timeline.empty()) {

@@ -344,6 +344,8 @@ std::string format_rate_bits(BytesPerSecond r) {
 
 std::string format_time(Seconds t) { return format_quantity(t.seconds(), kTimeFormats, "s"); }
 
+std::string format_percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
+
 double parse_param_count(std::string_view raw) {
   const std::string_view text = trim(raw);
   const std::string_view example = "e.g. 7e9, 7B, 350M, 1.5T";

@@ -128,6 +128,8 @@ constexpr BytesPerSecond operator/(Bytes b, Seconds t) {
 [[nodiscard]] std::string format_rate(BytesPerSecond r);       // GB/s (decimal bytes)
 [[nodiscard]] std::string format_rate_bits(BytesPerSecond r);  // Gbps (decimal bits)
 [[nodiscard]] std::string format_time(Seconds t);
+// A share as a whole percentage: 0.4567 -> "46 %".
+[[nodiscard]] std::string format_percent(double share);
 
 namespace literals {
 constexpr Bytes operator""_B(unsigned long long v) { return Bytes(static_cast<double>(v)); }

@@ -22,6 +22,7 @@ using gradsync::ConfigError;
 using gradsync::Seconds;
 using gradsync::SourceMark;
 using gradsync::UnitError;
+using gradsync::format_percent;
 using gradsync::format_rate;
 using gradsync::format_rate_bits;
 using gradsync::format_size;
@@ -355,6 +356,13 @@ TEST_CASE("format_time: from picoseconds to hours") {
   CHECK(format_time(Seconds(7200)) == "2 h");
   CHECK(format_time(Seconds(0.9999999)) == "1 s");
   CHECK(format_time(Seconds(1.23456e-3)) == "1.235 ms");
+}
+
+TEST_CASE("format_percent: a share as a whole percentage") {
+  CHECK(format_percent(0.0) == "0 %");
+  CHECK(format_percent(0.4567) == "46 %");
+  CHECK(format_percent(1.0) == "100 %");
+  CHECK(format_percent(1.034) == "103 %");  // above 100 %: a scaling efficiency can be
 }
 
 TEST_CASE("formatters: negative values keep their sign") {
