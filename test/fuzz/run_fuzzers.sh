@@ -4,9 +4,9 @@
 #
 #   test/fuzz/run_fuzzers.sh [SECONDS] [BUILD_DIR]      BUILD_DIR default: build-fuzz
 #
-# Configures BUILD_DIR with clang-14, -DGRADSYNC_FUZZ=ON and unity sources (150 -> 109 s to build
-# the harnesses on 2 cores) when it has no CMakeCache.txt, then
-# builds the harnesses (-j${FUZZ_JOBS:-2}). Exit 1 on any crash, sanitizer report, leak,
+# Configures BUILD_DIR with clang-14, -DGRADSYNC_FUZZ=ON and unity sources (150 -> 109 s to
+# build the harnesses on 2 cores) when it has no CMakeCache.txt, then builds the harnesses
+# (-j${FUZZ_JOBS:-2}). Exit 1 on any crash, sanitizer report, leak,
 # timeout (-timeout=10), out-of-memory (-rss_limit_mb=2048), ConfigError-contract abort or
 # failed regression; the input that did it goes to test/fuzz/crashes/<harness>-<kind>-<sha1>.
 # FUZZ_HARNESSES="fuzz_units fuzz_trace" runs a subset; FUZZ_TIMEOUT (s per input, default 10)
