@@ -5,10 +5,11 @@
 #   test/fuzz/run_fuzzers.sh [SECONDS] [BUILD_DIR]      BUILD_DIR default: build-fuzz
 #
 # Configures BUILD_DIR with clang-14, -DGRADSYNC_FUZZ=ON and unity sources (150 -> 109 s to
-# build the harnesses on 2 cores) when it has no CMakeCache.txt, then builds the harnesses
-# (-j${FUZZ_JOBS:-2}). Exit 1 on any crash, sanitizer report, leak,
-# timeout (-timeout=10), out-of-memory (-rss_limit_mb=2048), ConfigError-contract abort or
-# failed regression; the input that did it goes to test/fuzz/crashes/<harness>-<kind>-<sha1>.
+# build the harnesses on 2 cores) when it has no CMakeCache.txt; then builds the harnesses
+# (-j${FUZZ_JOBS:-2}) and runs FUZZ_JOBS of them at a time. Exit 1 on any crash, sanitizer
+# report, leak, timeout (-timeout=10), out-of-memory (-rss_limit_mb=2048), ConfigError-contract
+# abort or failed regression; the input that did it goes to
+# test/fuzz/crashes/<harness>-<kind>-<sha1>.
 # FUZZ_HARNESSES="fuzz_units fuzz_trace" runs a subset; FUZZ_TIMEOUT (s per input, default 10)
 # and FUZZ_RSS_MB (default 2048) change the limits; logs are in BUILD_DIR/fuzz-logs/.
 set -uo pipefail
@@ -60,39 +61,42 @@ kind_of() {
   fi
 }
 
-failed=0
-rows=()
-for h in $harnesses; do
-  bin=$build/test/fuzz/$h
-  log=$logs/$h.log
+# run_one HARNESS: replays, then fuzzes; writes its table row to $work/HARNESS.row and, when it
+# fails, what to print about it to $work/HARNESS.failed.
+run_one() {
+  local h=$1
+  local bin=$build/test/fuzz/$h
+  local log=$logs/$h.log
   : >"$log"
-  result=ok
+  local result=ok
   # 1. Regressions: each committed reproducer must now pass.
-  regressions=("$here/regressions/$h"/*)
+  local regressions=("$here/regressions/$h"/*)
   if [[ -e ${regressions[0]} ]]; then
     if ! "$bin" "${flags[@]}" "${regressions[@]}" </dev/null >>"$log" 2>&1; then
       result="FAIL regression ($(kind_of "$log"))"
     fi
   fi
   # 2. Fuzzing on a copy of the seeds (new inputs found stay out of the tree).
-  execs=0 secs=0
+  local execs=0 secs=0
   if [[ $result == ok ]]; then
-    corpus=$work/$h
+    local corpus=$work/$h
     mkdir -p "$corpus"
     cp "$here/corpus/$h"/* "$corpus"/ 2>/dev/null
-    start=$SECONDS
+    local start=$SECONDS
     timeout --signal=KILL $((seconds + 120)) "$bin" "${flags[@]}" -max_total_time="$seconds" \
       -artifact_prefix="$work/$h-" "$corpus" </dev/null >>"$log" 2>&1
-    rc=$?
+    local rc=$?
     secs=$((SECONDS - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     execs=${execs:-0}
     if ((rc != 0)); then
+      local kind
       kind=$(kind_of "$log")
       ((rc == 137)) && kind=hung
       result="FAIL $kind"
       for a in "$work/$h-"*; do
         [[ -f $a ]] || continue
+        local dest
         dest=$crashes/$h-$kind-$(sha1sum "$a" | cut -c1-12)
         cp "$a" "$dest"
         result+=" -> ${dest#"$root"/}"
@@ -100,16 +104,35 @@ for h in $harnesses; do
     fi
   fi
   if [[ $result != ok ]]; then
-    failed=1
-    echo "---- $h: $result (excerpt of $log)"
-    grep -m8 -E '==gradsync-fuzz==|ERROR: |runtime error:|terminate called|what\(\)|SUMMARY:' "$log"
-    grep -v '^#[0-9]' "$log" | grep -A3 '^MS: \|^Running: ' | head -8
+    {
+      echo "---- $h: $result (excerpt of $log)"
+      grep -m8 -E '==gradsync-fuzz==|ERROR: |runtime error:|terminate called|what\(\)|SUMMARY:' "$log"
+      grep -v '^#[0-9]' "$log" | grep -A3 '^MS: \|^Running: ' | head -8
+    } >"$work/$h.failed"
   fi
-  rate=0
+  local rate=0
   ((secs > 0)) && rate=$((execs / secs))
-  rows+=("$(printf '%-22s %12s %8s %10s  %s' "$h" "$execs" "$secs" "$rate" "$result")")
-done
+  printf '%-22s %12s %8s %10s  %s\n' "$h" "$execs" "$secs" "$rate" "$result" >"$work/$h.row"
+}
 
+# The harnesses run FUZZ_JOBS at a time, each fuzzing on one core (libFuzzer's default).
+running=0
+for h in $harnesses; do
+  run_one "$h" &
+  if ((++running >= jobs)); then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=0
+for h in $harnesses; do
+  if [[ -f $work/$h.failed ]]; then
+    failed=1
+    cat "$work/$h.failed"
+  fi
+done
 printf '%-22s %12s %8s %10s  %s\n' harness executions seconds execs/s result
-printf '%s\n' "${rows[@]}"
+for h in $harnesses; do cat "$work/$h.row"; done
 exit "$failed"
