@@ -245,11 +245,9 @@ std::vector<std::string> calibration_bench_args(const std::string& candidate_fil
     args.push_back("--factor");
     args.push_back(fmt::format("{:.17g}", run[1] / run[0]));
   }
-  if (gpus_per_thread > 1) {
-    args.push_back("--gpus-per-thread");
-    args.push_back(std::to_string(gpus_per_thread));
-  }
-  for (const auto& c : cfg) args.push_back("--cfg=" + c);
+  if (gpus_per_thread > 1)
+    args.insert(args.end(), {"--gpus-per-thread", std::to_string(gpus_per_thread)});
+  for (const auto& c : cfg) args.push_back(fmt::format("--cfg={}", c));
   return args;
 }
 

@@ -53,10 +53,15 @@ void run_calibrate(const CalibrateOptions& o) {
                       "calibrate needs the cluster template form (nodes/node/network), whose "
                       "link groups have one efficiency and latency each");
   const ClusterSpec& spec = *topo_file.cluster;
-  CalibrationReport report{.topology = o.topology, .log = o.log, .algorithm = o.algo,
-                           .runs = log.runs, .output = o.output, .forced = o.force};
-  report.job = calibration_job(spec, log, read_input_file(o.topology, "calibrate", "TOPOLOGY"),
-                               o.topology, o.log);
+  CalibrationReport report{
+      .topology = o.topology,
+      .log = o.log,
+      .algorithm = o.algo,
+      .job = calibration_job(spec, log, read_input_file(o.topology, "calibrate", "TOPOLOGY"),
+                             o.topology, o.log),
+      .runs = log.runs,
+      .output = o.output,
+      .forced = o.force};
   const std::vector<FitParam> params = calibration_params(spec, report.job.multi);
   const FitOptions fit_options = calibration_fit_options(o.iterations, o.bands);
   const std::vector<FitRow> rows = calibration_rows(log, fit_options, o.log);

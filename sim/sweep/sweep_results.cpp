@@ -230,7 +230,10 @@ void write_results(const fs::path& dir, const std::vector<std::string>& keys,
   AtomicFile csv(dir / "results.csv");
   auto add_row = [&csv](const std::vector<std::string>& fields) {
     std::string row;
-    for (std::size_t i = 0; i < fields.size(); ++i) row += (i ? "," : "") + csv_field(fields[i]);
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i > 0) row += ',';
+      row += csv_field(fields[i]);
+    }
     row += "\n";
     csv.write(row);
   };

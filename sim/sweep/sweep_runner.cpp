@@ -44,7 +44,10 @@ struct StopWhileChecking {
 
 std::string sets_text(const SweepPoint& p) {
   std::string out;
-  for (const SweepSet& s : p.sets) out += (out.empty() ? "" : " ") + s.to_arg();
+  for (const SweepSet& s : p.sets) {
+    if (!out.empty()) out += ' ';
+    out += s.to_arg();
+  }
   return out;
 }
 
