@@ -131,8 +131,13 @@ for h in $harnesses; do
   if [[ -f $work/$h.failed ]]; then
     failed=1
     cat "$work/$h.failed"
+  elif [[ ! -f $work/$h.row ]]; then  # its job ended before writing a result
+    failed=1
+    echo "---- $h: FAIL no result (see $logs/$h.log)"
   fi
 done
 printf '%-22s %12s %8s %10s  %s\n' harness executions seconds execs/s result
-for h in $harnesses; do cat "$work/$h.row"; done
+for h in $harnesses; do
+  [[ -f $work/$h.row ]] && cat "$work/$h.row"
+done
 exit "$failed"
