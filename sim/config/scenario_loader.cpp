@@ -120,8 +120,8 @@ std::string inline_topology_text(const std::string& text, const YAML::Node& root
   return out;
 }
 
-LoadedScenario load(const std::string& text, const std::string& file,
-                    const std::vector<std::string>& sets) {
+LoadedScenario parse_scenario(const std::string& text, const std::string& file,
+                              const std::vector<std::string>& sets) {
   // Split the --set overrides: topology_overrides.* go to the topology.
   std::vector<Override> scenario_sets, topology_sets;
   for (const std::string& s : sets) {
@@ -317,12 +317,12 @@ LoadedScenario load_scenario_file(const std::filesystem::path& path,
   const std::string file = path.string();
   std::string text;
   (void)config::load_yaml_file(file, &text);
-  return config::load(text, file, sets);
+  return config::parse_scenario(text, file, sets);
 }
 
 LoadedScenario load_scenario_text(const std::string& text, const std::string& display_name,
                                   const std::vector<std::string>& sets) {
-  return config::load(text, display_name, sets);
+  return config::parse_scenario(text, display_name, sets);
 }
 
 }  // namespace gradsync

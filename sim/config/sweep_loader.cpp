@@ -81,7 +81,7 @@ std::vector<SweepAxis> read_axes(const MapReader& top, const std::string& sectio
   return axes;
 }
 
-SweepSpec load(const std::string& text, const std::string& file) {
+SweepSpec parse_sweep(const std::string& text, const std::string& file) {
   const YAML::Node root = config::parse_yaml(text, file);
   if (!root.IsDefined() || root.IsNull())
     throw ConfigError(SourceMark{file, 1, 1},
@@ -150,11 +150,11 @@ SweepSpec load_sweep_file(const std::filesystem::path& path) {
   // A sweep of 100000 points (the most allowed) is at most a few hundred KiB of values: a
   // larger file is refused before yaml-cpp builds a node per value (10^6 values: 0.6 GB).
   constexpr std::size_t kMaxSweepFileBytes = std::size_t{4} << 20;
-  return load(read_file_bounded(file, kMaxSweepFileBytes, "4 MiB"), file);
+  return parse_sweep(read_file_bounded(file, kMaxSweepFileBytes, "4 MiB"), file);
 }
 
 SweepSpec load_sweep_text(const std::string& text, const std::string& display_name) {
-  return load(text, display_name);
+  return parse_sweep(text, display_name);
 }
 
 namespace {

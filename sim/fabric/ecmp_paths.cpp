@@ -15,12 +15,12 @@ namespace gradsync {
 namespace {
 
 // The Router's per-hop hash (splitmix64.hpp).
-constexpr auto mix = splitmix64;
+constexpr auto hop_mix = splitmix64;
 
 // The hash of queue pair q of a connection whose first QP hashes with `flow_hash` (QPs differ in
 // their UDP source port on RoCE, so switches see independent flows).
 std::uint64_t qp_hash(std::uint64_t flow_hash, std::uint32_t q) {
-  return q == 0 ? flow_hash : mix(flow_hash ^ mix(0x5150ULL + q));
+  return q == 0 ? flow_hash : hop_mix(flow_hash ^ hop_mix(0x5150ULL + q));
 }
 
 void add_share(std::vector<LinkShare>& shares, LinkId link, DeviceId from, double share) {
@@ -178,7 +178,7 @@ PathSpread spread_rails(const Topology& topology, const Router& router,
   for (std::size_t r = 0; r < rails; ++r) {
     const RailNic& a = from[r % from.size()];
     const RailNic& b = to[r % to.size()];
-    const std::uint64_t hash = r == 0 ? flow_hash : mix(flow_hash ^ mix(0x7261696cULL + r));
+    const std::uint64_t hash = r == 0 ? flow_hash : hop_mix(flow_hash ^ hop_mix(0x7261696cULL + r));
     Route between = router.route(a.nic, b.nic, hash);
     // The rail must stay in the network between its NICs; where it would pass through a
     // server (NIC k cabled only to NIC k, and rail r pairing NICs of different sockets), the
@@ -301,7 +301,7 @@ PathSpread spread_one(const Topology& topology, const Router& router, DeviceId s
         }
       } else {
         const auto& [link, v] =
-            hops[hops.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % hops.size()];
+            hops[hops.size() == 1 ? 0 : hop_mix(flow_hash ^ hop_mix(u)) % hops.size()];
         stage_shares.add(link, u, f);
         next[v] += f;
       }

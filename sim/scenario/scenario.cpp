@@ -27,7 +27,7 @@ constexpr std::array<std::pair<std::string_view, SyncStrategy>, 3> kStrategies{
     {{"allreduce", SyncStrategy::AllReduce},
      {"ps", SyncStrategy::ParameterServer},
      {"async-ps", SyncStrategy::AsyncParameterServer}}};
-constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 8> kAlgorithms{
+constexpr std::array<std::pair<std::string_view, SyncAlgorithm>, 8> kAlgorithmNames{
     {{"ring", SyncAlgorithm::Ring},
      {"tree", SyncAlgorithm::Tree},
      {"hierarchical", SyncAlgorithm::Hierarchical},
@@ -98,8 +98,8 @@ std::string_view to_string(SyncStrategy s) { return name_in(kStrategies, s); }
 std::optional<SyncStrategy> sync_strategy_from_string(std::string_view text) {
   return value_in(kStrategies, text);
 }
-std::string_view to_string(SyncAlgorithm a) { return name_in(kAlgorithms, a); }
-std::vector<std::string> sync_algorithm_names() { return names_in(kAlgorithms); }
+std::string_view to_string(SyncAlgorithm a) { return name_in(kAlgorithmNames, a); }
+std::vector<std::string> sync_algorithm_names() { return names_in(kAlgorithmNames); }
 std::vector<std::string> grad_dtype_names() { return names_in(kDtypes); }
 std::vector<std::string> sync_strategy_names() { return names_in(kStrategies); }
 std::vector<std::string> overlap_names() { return names_in(kOverlaps); }
@@ -107,7 +107,7 @@ std::vector<std::string> compression_method_names() { return names_in(kMethods);
 std::vector<std::string> data_parallelism_names() { return names_in(kDataParallelisms); }
 std::vector<std::string> pipeline_schedule_names() { return names_in(kSchedules); }
 std::optional<SyncAlgorithm> sync_algorithm_from_string(std::string_view text) {
-  return value_in(kAlgorithms, text);
+  return value_in(kAlgorithmNames, text);
 }
 std::string_view to_string(Overlap o) { return name_in(kOverlaps, o); }
 std::optional<Overlap> overlap_from_string(std::string_view text) {

@@ -51,7 +51,7 @@ const char* const kRows =
     "# Avg bus bandwidth    : 84.468 \n"
     "#\n";
 
-std::string error_of(const std::string& text) {
+std::string log_error_of(const std::string& text) {
   try {
     (void)parse_nccl_tests_log(text, "run.log");
   } catch (const ConfigError& e) {
@@ -164,25 +164,25 @@ TEST_CASE("srun --label prefixes (\"0: \") are dropped; errors keep the real col
   CHECK(log.rows[0].bytes == doctest::Approx(1048576));
   CHECK(log.rows[0].time_us == doctest::Approx(123.2));
   CHECK(log.rows[1].busbw_GBps == doctest::Approx(26.70));
-  CHECK(error_of("0: #       size count type redop root time algbw busbw #wrong\n"
+  CHECK(log_error_of("0: #       size count type redop root time algbw busbw #wrong\n"
                  "0:      1024    256 float  sum   -1 1x.0  0.10  0.18      0\n")
             .rfind("run.log:2:37: error: '1x.0' is not a time", 0) == 0);
 }
 
 TEST_CASE("garbage is an error at its line and column") {
   const std::string head(kHeader);  // 15 lines
-  CHECK(error_of(head + "       32768          8192     float     sum      -1    4x.83    0.75"
+  CHECK(log_error_of(head + "       32768          8192     float     sum      -1    4x.83    0.75"
                         "    1.31      0    43.01    0.76    1.33      0\n") ==
         "run.log:16:57: error: '4x.83' is not a time in us (a number >= 0)");
-  CHECK(error_of(head + "Segmentation fault (core dumped)\n") ==
+  CHECK(log_error_of(head + "Segmentation fault (core dumped)\n") ==
         "run.log:16:1: error: expected a '#' comment or a data row starting with the size in "
         "bytes, found 'Segmentation'");
-  CHECK(error_of(head + "       32768          8192     float     sum      -1    43.83\n")
+  CHECK(log_error_of(head + "       32768          8192     float     sum      -1    43.83\n")
             .rfind("run.log:16:", 0) == 0);
-  CHECK(error_of("# nothing here\n") ==
+  CHECK(log_error_of("# nothing here\n") ==
         "run.log:1:1: error: no data rows (size count type redop root time algbw busbw ...): is "
         "this nccl-tests output?");
-  CHECK(error_of(head + "      -32768          8192     float     sum      -1    43.83    0.75"
+  CHECK(log_error_of(head + "      -32768          8192     float     sum      -1    43.83    0.75"
                         "    1.31      0    43.01    0.76    1.33      0\n")
             .rfind("run.log:16:7: error: '-32768' is not a size in bytes", 0) == 0);
 }

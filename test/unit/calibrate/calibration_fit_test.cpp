@@ -16,7 +16,7 @@ using namespace gradsync;
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kMebibyte = 1024.0 * 1024.0;
 
 struct Truth {
   double efficiency = 0.7;
@@ -27,14 +27,14 @@ struct Truth {
 
 double time_us(const Truth& t, double bytes) {
   double us = 28 * t.latency_s * 1e6 + bytes / (t.efficiency * 100e9) * 1e6;
-  if (bytes < 64 * kMiB) us *= t.low;
-  if (bytes >= kMiB && bytes < 64 * kMiB) us *= t.mid;
+  if (bytes < 64 * kMebibyte) us *= t.low;
+  if (bytes >= kMebibyte && bytes < 64 * kMebibyte) us *= t.mid;
   return us;
 }
 
 std::vector<FitRow> rows_of(const Truth& t) {
   std::vector<FitRow> rows;
-  for (double s = 8; s <= 1024 * kMiB; s *= 4) {
+  for (double s = 8; s <= 1024 * kMebibyte; s *= 4) {
     const double us = time_us(t, s);
     rows.push_back(FitRow{s, us, s / (us * 1e3) * 2 * 7 / 8, 0});
   }

@@ -19,7 +19,7 @@ namespace {
 
 // Two servers of 8 NVLink GPUs on InfiniBand: network efficiency 0.8 and 3 us per hop,
 // nccl.latency_scale 1.2.
-ClusterSpec two_servers() {
+ClusterSpec two_server_cluster() {
   ClusterSpec s;
   s.name = "test-2node";
   s.software = SoftwareModel::Nccl;
@@ -67,7 +67,7 @@ NcclTestsRow row(double bytes, double time_us, double in_place_us, int line) {
   return r;
 }
 
-std::string error_of(const auto& call) {
+std::string setup_error_of(const auto& call) {
   try {
     call();
   } catch (const ConfigError& e) {
@@ -79,7 +79,7 @@ std::string error_of(const auto& call) {
 }  // namespace
 
 TEST_CASE("calibration_job: the log's ranks and servers on the template") {
-  const ClusterSpec spec = two_servers();
+  const ClusterSpec spec = two_server_cluster();
   // 16 ranks on the template's 2 servers: the network is the bottleneck, the text unchanged.
   CalibrationJob job = calibration_job(spec, log_of(16, {"a", "b"}), kTemplate, "t.yaml",
                                        "logs/all_reduce.log");
@@ -105,19 +105,19 @@ TEST_CASE("calibration_job: the log's ranks and servers on the template") {
   CHECK(job.nodes == 4);
   CHECK(job.multi);
 
-  CHECK(error_of([&] {
+  CHECK(setup_error_of([&] {
           (void)calibration_job(spec, log_of(32, {"a", "b"}), kTemplate, "t.yaml", "x.log");
         }) == "x.log:1:1: error: the log has 32 ranks, the topology test-2node only 16 GPUs on "
               "2 servers");
   ClusterSpec no_network = spec;
   no_network.network.reset();
-  CHECK(error_of([&] {
+  CHECK(setup_error_of([&] {
           (void)calibration_job(no_network, log_of(16, {"a", "b"}), kTemplate, "t.yaml", "x.log");
         }) == "t.yaml:1:1: error: a multi-node log needs a network: group");
 }
 
 TEST_CASE("calibration_params: the bottleneck group's two, then NCCL's three in stage 2") {
-  const ClusterSpec spec = two_servers();
+  const ClusterSpec spec = two_server_cluster();
   const std::vector<FitParam> multi = calibration_params(spec, true);
   REQUIRE(multi.size() == 5);
   CHECK(multi[0].label == "network.efficiency");
@@ -181,7 +181,7 @@ TEST_CASE("calibration_fit_options: --bands by name") {
         std::array<bool, 4>{false, false, true, true});
   CHECK(calibration_fit_options(8, {"latency"}).asked ==
         std::array<bool, 4>{true, false, false, false});
-  CHECK(error_of([] { (void)calibration_fit_options(8, {"A", "D"}); }) ==
+  CHECK(setup_error_of([] { (void)calibration_fit_options(8, {"A", "D"}); }) ==
         "gradsync calibrate --bands: error: unknown band 'D' (expected latency, A, B or C)");
 }
 
@@ -199,10 +199,10 @@ TEST_CASE("calibration_rows: rows with a size and a time, at their faster time")
   CHECK(rows[1].line == 13);
 
   const FitOptions only_a = calibration_fit_options(8, {"A"});
-  CHECK(error_of([&] { (void)calibration_rows(log, only_a, "x.log"); }) ==
+  CHECK(setup_error_of([&] { (void)calibration_rows(log, only_a, "x.log"); }) ==
         "gradsync calibrate --bands: error: the log has no row in the bands asked for");
   log.rows.resize(2);
-  CHECK(error_of([&] { (void)calibration_rows(log, FitOptions{}, "x.log"); }) ==
+  CHECK(setup_error_of([&] { (void)calibration_rows(log, FitOptions{}, "x.log"); }) ==
         "x.log:1:1: error: no rows with a size and a time");
 }
 
@@ -219,7 +219,7 @@ TEST_CASE("fit_param_yaml and fit_param_text: numbers plain, times with a unit")
 }
 
 TEST_CASE("candidate and calibrated text: the template's keys set, nccl: appended or edited") {
-  std::vector<FitParam> params = calibration_params(two_servers(), true);
+  std::vector<FitParam> params = calibration_params(two_server_cluster(), true);
   params[0].value = 0.9;
   params[1].value = 5e-6;
   params[2].value = 1.5;
@@ -251,7 +251,7 @@ TEST_CASE("candidate and calibrated text: the template's keys set, nccl: appende
                     "calibrate)\n  latency_scale: 1.5\n"));
 
   // A group missing from the text is an error naming the file.
-  CHECK(error_of([&] {
+  CHECK(setup_error_of([&] {
           (void)calibration_candidate_text("name: x\nnodes: 2\n", params, 1, "t.yaml");
         }) == "gradsync calibrate TOPOLOGY: error: cannot edit network.efficiency in t.yaml: "
               "write its group as a block mapping");

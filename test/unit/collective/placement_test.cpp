@@ -14,7 +14,7 @@ using namespace gradsync;
 namespace {
 
 // `nodes` servers of `ppn` GPUs, each on its own switch, switches on one core.
-Topology cluster(int nodes, int ppn) {
+Topology ppn_cluster(int nodes, int ppn) {
   Topology t("cluster");
   const DeviceId core = t.add_device(Device{"core", DeviceKind::Switch, -1, Seconds(0.0), {}});
   for (int k = 0; k < nodes; ++k) {
@@ -35,14 +35,14 @@ Topology cluster(int nodes, int ppn) {
 }  // namespace
 
 TEST_CASE("in-order placement follows the GPUs' declaration order") {
-  const Topology t = cluster(2, 4);
+  const Topology t = ppn_cluster(2, 4);
   const auto ranks = place_ranks(t, 8);
   CHECK(ranks == t.gpus());
   CHECK(place_ranks(t, 3) == std::vector<DeviceId>(t.gpus().begin(), t.gpus().begin() + 3));
 }
 
 TEST_CASE("strided placement puts consecutive ranks on different servers") {
-  const Topology t = cluster(2, 4);
+  const Topology t = ppn_cluster(2, 4);
   const auto ranks = place_ranks(t, 8, {PlacementKind::Strided, 0, 1});
   CHECK(std::set<DeviceId>(ranks.begin(), ranks.end()).size() == 8);
   for (std::size_t r = 0; r + 1 < ranks.size(); ++r)
@@ -50,14 +50,14 @@ TEST_CASE("strided placement puts consecutive ranks on different servers") {
 }
 
 TEST_CASE("node blocks: servers filled in order (8 + 4), none when a server's ranks are apart") {
-  const Topology t = cluster(3, 8);
+  const Topology t = ppn_cluster(3, 8);
   CHECK(node_blocks(t, place_ranks(t, 12)) == std::vector<std::uint32_t>{8, 4});
   CHECK(node_blocks(t, place_ranks(t, 24)) == std::vector<std::uint32_t>{8, 8, 8});
   CHECK(node_blocks(t, place_ranks(t, 24, {PlacementKind::Strided, 0, 1})).empty());
 }
 
 TEST_CASE("NCCL's order groups each server's GPUs, servers in the order of their first rank") {
-  const Topology t = cluster(3, 4);
+  const Topology t = ppn_cluster(3, 4);
   // Strided ranks 0, 1, 2 sit on servers 0, 1, 2: NCCL's rings visit server 0's four GPUs,
   // then server 1's, then server 2's, each in device order — the in-order placement.
   CHECK(nccl_server_order(t, place_ranks(t, 12, {PlacementKind::Strided, 0, 1})) == t.gpus());
@@ -77,7 +77,7 @@ TEST_CASE("NCCL's order groups each server's GPUs, servers in the order of their
 }
 
 TEST_CASE("ranks per node only where every server holds as many; NCCL's order keeps uneven runs") {
-  const Topology t = cluster(2, 8);
+  const Topology t = ppn_cluster(2, 8);
   const std::vector<DeviceId>& gpu = t.gpus();  // n0g0 … n0g7, n1g0 … n1g7
   // 4 + 8 is not three servers of 4.
   std::vector<DeviceId> four_eight(gpu.begin(), gpu.begin() + 4);
@@ -100,7 +100,7 @@ TEST_CASE("ranks per node only where every server holds as many; NCCL's order ke
 }
 
 TEST_CASE("random placement is a seeded permutation") {
-  const Topology t = cluster(4, 4);
+  const Topology t = ppn_cluster(4, 4);
   const auto a = place_ranks(t, 16, {PlacementKind::Random, 0, 7});
   const auto b = place_ranks(t, 16, {PlacementKind::Random, 0, 7});
   const auto c = place_ranks(t, 16, {PlacementKind::Random, 0, 8});
@@ -112,7 +112,7 @@ TEST_CASE("random placement is a seeded permutation") {
 }
 
 TEST_CASE("more ranks than GPUs is bad input") {
-  const Topology t = cluster(1, 4);
+  const Topology t = ppn_cluster(1, 4);
   CHECK_THROWS_AS((void)place_ranks(t, 5), ConfigError);
   CHECK_THROWS_AS((void)place_ranks(t, 0), ConfigError);
 }
@@ -125,14 +125,14 @@ TEST_CASE("auto fidelity: step for small plans, flow for large ones") {
 }
 
 TEST_CASE("device pairs: one per directed pair of distinct GPUs a plan uses") {
-  const Topology t = cluster(1, 4);
+  const Topology t = ppn_cluster(1, 4);
   const auto ranks = place_ranks(t, 4);
   const auto pairs = device_pairs(plan_ring_allreduce(4, Bytes(1e6)), ranks);
   CHECK(pairs.size() == 4);  // the ring's four edges
 }
 
 TEST_CASE("dedicated parameter servers are spread over the machines, last GPU of each") {
-  const Topology t = cluster(4, 4);
+  const Topology t = ppn_cluster(4, 4);
   const auto order = place_ranks(t, 16);
   auto node_of = [&](DeviceId d) { return t.device(d).node; };
   const auto spread = spread_dedicated_servers(t, order, 4);
@@ -148,6 +148,6 @@ TEST_CASE("dedicated parameter servers are spread over the machines, last GPU of
   CHECK(node_of(six[15]) == 2);
   CHECK(six[14] == order[14]);  // machine 3's second-to-last GPU
   // One machine: unchanged.
-  const Topology one = cluster(1, 4);
+  const Topology one = ppn_cluster(1, 4);
   CHECK(spread_dedicated_servers(one, place_ranks(one, 4), 2) == place_ranks(one, 4));
 }

@@ -18,8 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gradsync;
 
-const fs::path kSourceDir(GRADSYNC_SOURCE_DIR);
-const fs::path kScenarios = kSourceDir / "scenarios";
+const fs::path kSourceTop(GRADSYNC_SOURCE_DIR);
+const fs::path kScenarios = kSourceTop / "scenarios";
 // Inline test scenarios "live" in scenarios/, so ../topologies/ resolves as in shipped files.
 const std::string kInline = (kScenarios / "inline-test.yaml").string();
 
@@ -36,7 +36,7 @@ LoadedScenario load_shipped(const std::string& name, const std::vector<std::stri
   return load_scenario_file(kScenarios / (name + ".yaml"), sets);
 }
 
-std::optional<ConfigError> error_of(const std::string& text,
+std::optional<ConfigError> error_in(const std::string& text,
                                     const std::vector<std::string>& sets = {}) {
   try {
     (void)load_scenario_text(text, kInline, sets);
@@ -250,8 +250,8 @@ compute: {forward: 10ms, backward: 20ms, samples_per_micro_batch: 4}
 
   std::string bad = text;
   bad.replace(bad.find("450GB/s"), 7, "450");
-  check_error_at(error_of(bad), 6, 40, "no unit");
-  const auto over = error_of(text, {"topology_overrides.node.gpus=0"});
+  check_error_at(error_in(bad), 6, 40, "no unit");
+  const auto over = error_in(text, {"topology_overrides.node.gpus=0"});
   REQUIRE(over.has_value());
   CHECK(over->where().file == "--set topology_overrides.node.gpus=0");
   CHECK(contains(over->reason(), "node.gpus"));
@@ -259,67 +259,67 @@ compute: {forward: 10ms, backward: 20ms, samples_per_micro_batch: 4}
 
 TEST_CASE("errors in the scenario file: file:line:col, suggestions, accepted spellings") {
   // Unknown key, with the closest valid one.
-  check_error_at(error_of(kBase + "sync:\n  bukcet: 25MiB\n"), 12, 3,
+  check_error_at(error_in(kBase + "sync:\n  bukcet: 25MiB\n"), 12, 3,
                  "unknown key 'bukcet' in sync; did you mean 'bucket'?");
-  check_error_at(error_of(kBase + "trainig: {steps: 2}\n"), 11, 1, "did you mean 'training'?");
+  check_error_at(error_in(kBase + "trainig: {steps: 2}\n"), 11, 1, "did you mean 'training'?");
   // A size without a unit.
-  check_error_at(error_of(kBase + "sync: {bucket: 50}\n"), 11, 16, "no unit");
+  check_error_at(error_in(kBase + "sync: {bucket: 50}\n"), 11, 16, "no unit");
   // A time without a unit.
   std::string no_time_unit = kBase;
   no_time_unit.replace(no_time_unit.find("30ms"), 4, "30");
-  check_error_at(error_of(no_time_unit), 8, 12, "no unit");
+  check_error_at(error_in(no_time_unit), 8, 12, "no unit");
   // Bad enum values list what is accepted.
-  check_error_at(error_of(kBase + "sync: {overlap: sometimes}\n"), 11, 17,
+  check_error_at(error_in(kBase + "sync: {overlap: sometimes}\n"), 11, 17,
                  "'sometimes' is not one of none, bucketed or layerwise");
-  check_error_at(error_of(kBase + "sync: {strategy: allreduse}\n"), 11, 18,
+  check_error_at(error_in(kBase + "sync: {strategy: allreduse}\n"), 11, 18,
                  "(did you mean 'allreduce'?)");
   std::string dtype = kBase;
   dtype.replace(dtype.find("fp32"), 4, "fp64");
-  check_error_at(error_of(dtype), 5, 15, "fp32, fp16, bf16 or fp8");
+  check_error_at(error_in(dtype), 5, 15, "fp32, fp16, bf16 or fp8");
   // Ranges.
-  check_error_at(error_of(kBase + "training: {steps: 0}\n"), 11, 19, "between 1 and 10000");
-  check_error_at(error_of(kBase + "training: {accumulation: 0}\n"), 11, 26, "between 1 and");
-  check_error_at(error_of(kBase + "sync: {bucket: 512B}\n"), 11, 16, "between 1 KiB and 1 TiB");
-  check_error_at(error_of(kBase + "sync: {ps: {servers: 0}}\n"), 11, 22, "between 1 and 256");
-  check_error_at(error_of(kBase + "sync: {compression: {method: topk, ratio: 1.5}}\n"), 11, 43,
+  check_error_at(error_in(kBase + "training: {steps: 0}\n"), 11, 19, "between 1 and 10000");
+  check_error_at(error_in(kBase + "training: {accumulation: 0}\n"), 11, 26, "between 1 and");
+  check_error_at(error_in(kBase + "sync: {bucket: 512B}\n"), 11, 16, "between 1 KiB and 1 TiB");
+  check_error_at(error_in(kBase + "sync: {ps: {servers: 0}}\n"), 11, 22, "between 1 and 256");
+  check_error_at(error_in(kBase + "sync: {compression: {method: topk, ratio: 1.5}}\n"), 11, 43,
                  "(0, 1]");
-  check_error_at(error_of(kBase + "sync: {compression: {method: topk}}\n"), 11, 21,
+  check_error_at(error_in(kBase + "sync: {compression: {method: topk}}\n"), 11, 21,
                  "missing required key 'ratio'");
-  check_error_at(error_of(kBase + "sync: {compression: {method: none, encode_rate: 50GB/s}}\n"), 11,
+  check_error_at(error_in(kBase + "sync: {compression: {method: none, encode_rate: 50GB/s}}\n"), 11,
                  49, "applies when a compression method is set");
-  check_error_at(error_of(kBase + "gpus: 5\n"), 11, 7, "has 4 GPUs");
+  check_error_at(error_in(kBase + "gpus: 5\n"), 11, 7, "has 4 GPUs");
   // NVLS needs one NVSwitch domain of NVLink4 or later: not PCIe GPUs.
-  check_error_at(error_of(kBase + "sync: {algorithm: nvls}\n"), 11, 19,
+  check_error_at(error_in(kBase + "sync: {algorithm: nvls}\n"), 11, 19,
                  "nvls cannot run on these GPUs");
   // NVLSTree needs two servers or more, each with its own NVSwitch: one PCIe server has none.
-  check_error_at(error_of(kBase + "sync: {algorithm: nvlstree}\n"), 11, 19,
+  check_error_at(error_in(kBase + "sync: {algorithm: nvlstree}\n"), 11, 19,
                  "nvlstree cannot run on these GPUs");
   std::string one_h100 = kBase + "sync: {algorithm: nvlstree}\n";
   one_h100.replace(one_h100.find("pcie-4gpu.yaml"), 14, "dgx-h100.yaml");
-  check_error_at(error_of(one_h100), 11, 19, "one server: use nvls");
+  check_error_at(error_in(one_h100), 11, 19, "one server: use nvls");
   // CollNetChain needs two servers or more whose NICs share SHARP switches.
-  check_error_at(error_of(kBase + "sync: {algorithm: collnetchain}\n"), 11, 19,
+  check_error_at(error_in(kBase + "sync: {algorithm: collnetchain}\n"), 11, 19,
                  "collnetchain cannot run on these GPUs: CollNet needs whole servers, two or more");
   std::string no_sharp = kBase + "sync: {algorithm: collnetchain}\n";
   no_sharp.replace(no_sharp.find("pcie-4gpu.yaml"), 14, "dgx-h100-4node-ib.yaml");
-  check_error_at(error_of(no_sharp), 11, 19, "CollNet needs SHARP");
+  check_error_at(error_in(no_sharp), 11, 19, "CollNet needs SHARP");
   std::string direct = kBase + "sync: {algorithm: collnetdirect}\n";
   direct.replace(direct.find("pcie-4gpu.yaml"), 14, "pcie-4gpu-2node-10gbe.yaml");
-  check_error_at(error_of(direct), 11, 19, "collnetdirect cannot run on these GPUs: CollNetDirect needs NVSwitch servers");
+  check_error_at(error_in(direct), 11, 19, "collnetdirect cannot run on these GPUs: CollNetDirect needs NVSwitch servers");
   // Absurd times are unit typos: at most an hour per micro-batch.
   std::string slow = kBase;
   slow.replace(slow.find("30ms"), 4, "30000s");
-  check_error_at(error_of(slow), 8, 12, "8.333 h per micro-batch is too long (at most 1h)");
+  check_error_at(error_in(slow), 8, 12, "8.333 h per micro-batch is too long (at most 1h)");
   std::string flops = kBase;
   flops.replace(flops.find("  params: 25e6\n"), 15, "");
   flops.replace(flops.find("  layers: 10\n"), 13, "  layers: [{params: 25e6, flops: 1e300}]\n");
-  check_error_at(error_of(flops), 5, 34, "at most 1e24");
+  check_error_at(error_in(flops), 5, 34, "at most 1e24");
   std::string params = kBase;
   params.replace(params.find("25e6"), 4, "1e14");
-  check_error_at(error_of(params), 4, 11, "below 1e13");
+  check_error_at(error_in(params), 4, 11, "below 1e13");
   std::string topo = kBase;
   topo.replace(topo.find("pcie-4gpu.yaml"), 14, "pcie-4gpu-typo.yaml");
-  check_error_at(error_of(topo), 2, 11, "cannot open '../topologies/pcie-4gpu-typo.yaml'");
+  check_error_at(error_in(topo), 2, 11, "cannot open '../topologies/pcie-4gpu-typo.yaml'");
 }
 
 TEST_CASE("errors in models: presets and explicit layer lists") {
@@ -327,15 +327,15 @@ TEST_CASE("errors in models: presets and explicit layer lists") {
   const std::string compute =
       "compute: {forward: 10ms, backward: 20ms, samples_per_micro_batch: 1}\n";
   // A transformer preset whose params is far from its formula.
-  check_error_at(error_of(head +
+  check_error_at(error_in(head +
                           "model: {params: 7e9, grad_dtype: bf16, layers: 32, hidden: 8192, "
                           "vocab: 32000}\n" +
                           compute),
                  3, 17, "more than 25 %");
-  check_error_at(error_of(head + "model: {grad_dtype: bf16, layers: 32, hidden: 4096}\n" + compute),
+  check_error_at(error_in(head + "model: {grad_dtype: bf16, layers: 32, hidden: 4096}\n" + compute),
                  3, 8, "missing required key 'vocab'");
   check_error_at(
-      error_of(head + "model: {params: 1e9, grad_dtype: bf16, seq_len: 128}\n" + compute), 3, 49,
+      error_in(head + "model: {params: 1e9, grad_dtype: bf16, seq_len: 128}\n" + compute), 3, 49,
       "applies to the transformer preset");
   // Explicit lists: times for all layers or none; never both layer times and compute totals.
   const std::string mixed = head +
@@ -345,20 +345,20 @@ TEST_CASE("errors in models: presets and explicit layer lists") {
                             "    - {name: a, params: 1e6, forward: 1ms, backward: 2ms}\n"
                             "    - {name: b, params: 1e6}\n" +
                             "compute: {samples_per_micro_batch: 1}\n";
-  check_error_at(error_of(mixed), 7, 7, "model.layers.1: has no forward/backward");
+  check_error_at(error_in(mixed), 7, 7, "model.layers.1: has no forward/backward");
   const std::string both = head +
                            "model:\n"
                            "  grad_dtype: fp16\n"
                            "  layers:\n"
                            "    - {name: a, params: 1e6, forward: 1ms, backward: 2ms}\n" +
                            compute;
-  check_error_at(error_of(both), 7, 20, "give their own times");
+  check_error_at(error_in(both), 7, 20, "give their own times");
   const std::string half = head +
                            "model:\n"
                            "  grad_dtype: fp16\n"
                            "  layers: [{name: a, params: 1e6, forward: 1ms}]\n" +
                            compute;
-  check_error_at(error_of(half), 5, 44, "forward and backward are given together");
+  check_error_at(error_in(half), 5, 44, "forward and backward are given together");
   const std::string repeat =
       head +
       "model:\n"
@@ -373,23 +373,23 @@ TEST_CASE("errors in models: presets and explicit layer lists") {
 }
 
 TEST_CASE("errors in --set: named after the --set, not a file position") {
-  auto e = error_of(kBase, {"sync.bukcet=1MiB"});
+  auto e = error_in(kBase, {"sync.bukcet=1MiB"});
   REQUIRE(e.has_value());
   CHECK(e->where().file == "--set sync.bukcet=1MiB");
   CHECK(e->where().line == 0);
   CHECK(std::string(e->what()) ==
         "--set sync.bukcet=1MiB: error: unknown key 'bukcet' in sync; did you mean 'bucket'?");
 
-  e = error_of(kBase, {"modle.params=1e9"});
+  e = error_in(kBase, {"modle.params=1e9"});
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "did you mean 'model'?"));
 
-  e = error_of(kBase, {"sync.bucket=5B"});
+  e = error_in(kBase, {"sync.bucket=5B"});
   REQUIRE(e.has_value());
   CHECK(std::string(e->what()) ==
         "--set sync.bucket=5B: error: sync.bucket: must be between 1 KiB and 1 TiB, got 5 B");
 
-  e = error_of(kBase, {"model.params=25e6GB"});
+  e = error_in(kBase, {"model.params=25e6GB"});
   REQUIRE(e.has_value());
   CHECK(e->where().file == "--set model.params=25e6GB");
   CHECK(contains(e->reason(), "unknown suffix \"GB\""));
@@ -397,39 +397,39 @@ TEST_CASE("errors in --set: named after the --set, not a file position") {
   CHECK(load_scenario_text(kBase, kInline, {"model.params=350M"}).scenario.model.total_params() ==
         doctest::Approx(350e6));
 
-  e = error_of(kBase, {"model.params.x=1"});
+  e = error_in(kBase, {"model.params.x=1"});
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "model.params is a single value"));
 
-  e = error_of(kBase, {"bucket 50MiB"});
+  e = error_in(kBase, {"bucket 50MiB"});
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "expected KEY=VALUE"));
 
-  e = error_of(kBase, {"topology_overrides.nodse=2"});
+  e = error_in(kBase, {"topology_overrides.nodse=2"});
   REQUIRE(e.has_value());
   CHECK(e->where().file == "--set topology_overrides.nodse=2");
   CHECK(contains(e->reason(), "unknown key 'nodse'"));
   CHECK(contains(e->reason(), "did you mean 'nodes'?"));
 
-  e = error_of(kBase, {"topology_overrides.node.intra.fabric=infiniband"});
+  e = error_in(kBase, {"topology_overrides.node.intra.fabric=infiniband"});
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "'infiniband' is not one of nvlink or pcie"));
 
-  e = error_of(kBase, {"sync.bucket=8MiB", "sync.bucket.cap=8MiB"});
+  e = error_in(kBase, {"sync.bucket=8MiB", "sync.bucket.cap=8MiB"});
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "both set sync.bucket"));
 }
 
 TEST_CASE("topology override errors: at the override's value in the scenario") {
-  check_error_at(error_of(kBase + "topology_overrides: {nodes: 0}\n"), 11, 29, "in topology ");
-  const auto e = error_of(kBase + "topology_overrides: {nodes: 0}\n");
+  check_error_at(error_in(kBase + "topology_overrides: {nodes: 0}\n"), 11, 29, "in topology ");
+  const auto e = error_in(kBase + "topology_overrides: {nodes: 0}\n");
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "nodes: must be between 1 and 100000, got 0"));
   // A network block added to a one-server topology still needs its other keys.
-  check_error_at(error_of(kBase + "topology_overrides:\n  network.fabric: roce\n"), 12, 19,
+  check_error_at(error_in(kBase + "topology_overrides:\n  network.fabric: roce\n"), 12, 19,
                  "missing required key 'shape' in network");
   // An error the override causes elsewhere stays in the topology file, and says so.
-  const auto network = error_of(kBase + "topology_overrides: {nodes: 2}\n");
+  const auto network = error_in(kBase + "topology_overrides: {nodes: 2}\n");
   REQUIRE(network.has_value());
   CHECK(contains(network->where().file, "pcie-4gpu.yaml"));
   CHECK(network->where().line > 0);
@@ -455,31 +455,31 @@ training: {accumulation: 3}
   CHECK(ok.model.seq_len == 128);
   CHECK(load_scenario_text(base, kInline).scenario.parallel.plain());
 
-  check_error_at(error_of(base + "parallel: {data: zero4}\n"), 6, 18, "did you mean 'zero1'?");
-  check_error_at(error_of(base + "parallel: {tensor: 3}\n"), 6, 20, "does not divide the 4 GPUs");
-  check_error_at(error_of(base + "parallel: {data: zero1, shard_group: 2}\n"), 6, 38,
+  check_error_at(error_in(base + "parallel: {data: zero4}\n"), 6, 18, "did you mean 'zero1'?");
+  check_error_at(error_in(base + "parallel: {tensor: 3}\n"), 6, 20, "does not divide the 4 GPUs");
+  check_error_at(error_in(base + "parallel: {data: zero1, shard_group: 2}\n"), 6, 38,
                  "applies to data: hsdp only");
-  check_error_at(error_of(base + "parallel: {data: hsdp, shard_group: 3}\n"), 6, 37,
+  check_error_at(error_in(base + "parallel: {data: hsdp, shard_group: 3}\n"), 6, 37,
                  "does not divide the data-parallel degree 4");
-  check_error_at(error_of(base + "parallel: {prefetch: false}\n"), 6, 22,
+  check_error_at(error_in(base + "parallel: {prefetch: false}\n"), 6, 22,
                  "applies to data: zero3, fsdp or hsdp");
-  check_error_at(error_of(base + "parallel: {data: zero2, sync_every_micro_batch: false}\n"), 6,
+  check_error_at(error_in(base + "parallel: {data: zero2, sync_every_micro_batch: false}\n"), 6,
                  49, "zero2 reduce-scatters after every micro-batch");
-  check_error_at(error_of(base + "parallel: {schedule: interleaved}\n"), 6, 22,
+  check_error_at(error_in(base + "parallel: {schedule: interleaved}\n"), 6, 22,
                  "needs pipeline: 2 or more");
-  check_error_at(error_of(base + "parallel: {pipeline: 2, schedule: interleaved, virtual_stages: 2}\n"),
+  check_error_at(error_in(base + "parallel: {pipeline: 2, schedule: interleaved, virtual_stages: 2}\n"),
                  6, 35, "a multiple of pipeline (2)");
-  check_error_at(error_of(base + "parallel: {virtual_stages: 2}\n"), 6, 28,
+  check_error_at(error_in(base + "parallel: {virtual_stages: 2}\n"), 6, 28,
                  "applies to schedule: interleaved");
-  check_error_at(error_of(base + "parallel: {data: zero1}\nsync: {compression: int8}\n"), 6, 18,
+  check_error_at(error_in(base + "parallel: {data: zero1}\nsync: {compression: int8}\n"), 6, 18,
                  "compression is modelled for plain DDP only");
-  check_error_at(error_of(base + "parallel: {data: zero1}\nsync: {strategy: ps}\n"), 6, 18,
+  check_error_at(error_in(base + "parallel: {data: zero1}\nsync: {strategy: ps}\n"), 6, 18,
                  "needs sync.strategy: allreduce");
-  check_error_at(error_of(base + "memory: 0GB\n"), 6, 9, "must be positive");
-  check_error_at(error_of(base + "memory: 80\n"), 6, 9, "no unit");
-  check_error_at(error_of(kBase + "parallel: {tensor: 2}\n"), 11, 20,
+  check_error_at(error_in(base + "memory: 0GB\n"), 6, 9, "must be positive");
+  check_error_at(error_in(base + "memory: 80\n"), 6, 9, "no unit");
+  check_error_at(error_in(kBase + "parallel: {tensor: 2}\n"), 11, 20,
                  "needs model.hidden and model.seq_len");
-  check_error_at(error_of(base + "parallel: {tensr: 2}\n"), 6, 12, "did you mean 'tensor'?");
+  check_error_at(error_in(base + "parallel: {tensr: 2}\n"), 6, 12, "did you mean 'tensor'?");
   // A what-if that changes the data mode sets aside the file's keys of the old mode, saying so;
   // written in the file, they stay errors.
   const std::string hsdp = base + "parallel: {data: hsdp, shard_group: 2, prefetch: false}\n";
@@ -492,9 +492,9 @@ training: {accumulation: 3}
   CHECK(moved.notes[1].find("--set made data: zero1") != std::string::npos);
   CHECK(!load_scenario_text(hsdp, kInline, {"parallel.data=fsdp"}).scenario.parallel.prefetch);
   CHECK(load_scenario_text(hsdp, kInline).scenario.notes.empty());
-  check_error_at(error_of(base + "parallel: {data: zero1, prefetch: false}\n"), 6, 35,
+  check_error_at(error_in(base + "parallel: {data: zero1, prefetch: false}\n"), 6, 35,
                  "applies to data: zero3, fsdp or hsdp");
-  check_error_at(error_of(base + "parallel: {tensor: 2, order: tp-dp-dp}\n"), 6, 30,
+  check_error_at(error_in(base + "parallel: {tensor: 2, order: tp-dp-dp}\n"), 6, 30,
                  "not an order of tp, dp and pp");
   CHECK(to_string(load_scenario_text(base + "parallel: {tensor: 2, order: dp-tp-pp}\n", kInline)
                       .scenario.parallel.order) == "dp-tp-pp");
@@ -515,7 +515,7 @@ TEST_CASE("sync.overlap: true and false read as bucketed and none; anything else
         Overlap::Bucketed);
   CHECK(load_scenario_text(kBase, kInline, {"sync.overlap=false"}).scenario.sync.overlap ==
         Overlap::None);
-  const auto e = error_of(kBase, {"sync.overlap=yes"});
+  const auto e = error_in(kBase, {"sync.overlap=yes"});
   REQUIRE(e.has_value());
   CHECK(contains(e->reason(), "not one of none, bucketed or layerwise"));
 }
@@ -544,10 +544,10 @@ compute: {forward: 30ms, backward: 60ms, samples_per_micro_batch: 1}
   CHECK(rounded.model.total_params() == doctest::Approx(7e9));
   CHECK(rounded.model.grad_dtype == GradDtype::Fp32);
 
-  check_error_at(error_of(base + "model: {preset: llama-2-7}\n"), 4, 17, "did you mean 'llama-2-7b'?");
-  check_error_at(error_of(base + "model: {preset: gpt-3-175b, tie_embeddings: false}\n"), 4, 45,
+  check_error_at(error_in(base + "model: {preset: llama-2-7}\n"), 4, 17, "did you mean 'llama-2-7b'?");
+  check_error_at(error_in(base + "model: {preset: gpt-3-175b, tie_embeddings: false}\n"), 4, 45,
                  "fixed by the preset's architecture");
-  check_error_at(error_of(base + "model: {preset: llama-2-7b, params: 20B}\n"), 4, 37,
+  check_error_at(error_in(base + "model: {preset: llama-2-7b, params: 20B}\n"), 4, 37,
                  "more than 25 % away");
 }
 
@@ -576,13 +576,13 @@ model: {preset: llama-2-7b}
   CHECK(t.compute.forward.seconds() == doctest::Approx(flops / 400e12));
   CHECK(t.compute.optimizer.seconds() == doctest::Approx(0.01));
 
-  check_error_at(error_of(base + "compute: {mfu: 1.5, samples_per_micro_batch: 1}\n"), 4, 16,
+  check_error_at(error_in(base + "compute: {mfu: 1.5, samples_per_micro_batch: 1}\n"), 4, 16,
                  "a share of the peak in (0, 1]");
-  check_error_at(error_of(base + "compute: {tflops: 1e-9, samples_per_micro_batch: 1}\n"), 4, 19,
+  check_error_at(error_in(base + "compute: {tflops: 1e-9, samples_per_micro_batch: 1}\n"), 4, 19,
                  "more than an hour");
-  check_error_at(error_of(base + "compute: {mfu: 0.4, forward: 1s, samples_per_micro_batch: 1}\n"),
+  check_error_at(error_in(base + "compute: {mfu: 0.4, forward: 1s, samples_per_micro_batch: 1}\n"),
                  4, 16, "remove compute.forward or mfu");
-  check_error_at(error_of(R"(name: t
+  check_error_at(error_in(R"(name: t
 topology: ../topologies/dgx-h100.yaml
 model: {params: 7B, grad_dtype: bf16}
 compute: {mfu: 0.4, samples_per_micro_batch: 1}
@@ -601,8 +601,8 @@ compute: {forward: 30ms, backward: 60ms, samples_per_micro_batch: 32}
   CHECK(l.scenario.model.hidden == 0.0);  // nothing for tensor or pipeline parallelism to move
   std::string with_layers = resnet;
   with_layers.replace(with_layers.find("grad_dtype"), 10, "layers: 4, grad_dtype");
-  check_error_at(error_of(with_layers), 3, 36, "fixed layers");
-  check_error_at(error_of(resnet + "parallel: {tensor: 2}\n"), 5, 20, "needs model.hidden");
+  check_error_at(error_in(with_layers), 3, 36, "fixed layers");
+  check_error_at(error_in(resnet + "parallel: {tensor: 2}\n"), 5, 20, "needs model.hidden");
 }
 
 TEST_CASE("sync.buckets and layer tensors: checked against the model and its backward") {
@@ -631,12 +631,12 @@ sync:
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  check_error_at(error_of(with("12MB", "11MB")), 12, 5, "must agree within 1 %");
-  check_error_at(error_of(with("ready_at: 10ms", "ready_at: 11ms")), 13, 30, "after the backward ends");
-  check_error_at(error_of(with("ready_at: 6ms", "ready_at: 16ms")), 13, 30, "in the order they become ready");
-  check_error_at(error_of(with("250000]", "250001]")), 6, 67, "add up to 1000001 elements");
-  check_error_at(error_of(base + "  bucket: 25MiB\n"), 14, 11, "remove sync.bucket");
-  check_error_at(error_of(base + "  overlap: layerwise\n"), 14, 12, "cannot be used with sync.buckets");
+  check_error_at(error_in(with("12MB", "11MB")), 12, 5, "must agree within 1 %");
+  check_error_at(error_in(with("ready_at: 10ms", "ready_at: 11ms")), 13, 30, "after the backward ends");
+  check_error_at(error_in(with("ready_at: 6ms", "ready_at: 16ms")), 13, 30, "in the order they become ready");
+  check_error_at(error_in(with("250000]", "250001]")), 6, 67, "add up to 1000001 elements");
+  check_error_at(error_in(base + "  bucket: 25MiB\n"), 14, 11, "remove sync.bucket");
+  check_error_at(error_in(base + "  overlap: layerwise\n"), 14, 12, "cannot be used with sync.buckets");
   // A --set of DDP's rule sets the explicit buckets aside, with a note.
   const LoadedScenario rule = load_scenario_text(base, kInline, {"sync.bucket=512KiB"});
   CHECK(rule.scenario.sync.buckets.empty());
@@ -679,25 +679,25 @@ TEST_CASE("sync.ps.hosts: servers on hosts of their own, cabled beside the serve
             .bandwidth.bytes_per_second() == doctest::Approx(100e9 / 8));
 
   // Contradictions are errors at the key that contradicts.
-  const auto servers = error_of(text + "sync:\n  strategy: ps\n  ps: {servers: 3, hosts: {count: 2}}\n");
+  const auto servers = error_in(text + "sync:\n  strategy: ps\n  ps: {servers: 3, hosts: {count: 2}}\n");
   REQUIRE(servers);
   CHECK(contains(servers->what(), "3 servers on 2 hosts"));
   const auto colocated =
-      error_of(text + "sync:\n  strategy: ps\n  ps: {placement: colocated, hosts: {count: 2}}\n");
+      error_in(text + "sync:\n  strategy: ps\n  ps: {placement: colocated, hosts: {count: 2}}\n");
   REQUIRE(colocated);
   CHECK(contains(colocated->what(), "colocated servers run on the GPUs"));
   for (const char* rate : {"0Gbps", "1000TB/s"}) {  // a link rate: positive, at most 100 TB/s
-    const auto bad = error_of(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic_bandwidth: " +
+    const auto bad = error_in(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic_bandwidth: " +
                               rate + "}}\n");
     REQUIRE(bad);
     CHECK(contains(bad->what(), "sync.ps.hosts.nic_bandwidth"));
     CHECK(bad->where().line == 13);  // the ps: line holding the value
   }
-  const auto unknown = error_of(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic: 1Gbps}}\n");
+  const auto unknown = error_in(text + "sync:\n  strategy: ps\n  ps: {hosts: {count: 2, nic: 1Gbps}}\n");
   REQUIRE(unknown);
   CHECK(contains(unknown->what(), "unknown key 'nic'"));
   // One server alone has no switch to cable a host to: the error points at `hosts:`.
-  const auto alone = error_of(kBase + "sync:\n  strategy: ps\n  ps:\n    hosts: {count: 1}\n");
+  const auto alone = error_in(kBase + "sync:\n  strategy: ps\n  ps:\n    hosts: {count: 1}\n");
   REQUIRE(alone);
   CHECK(alone->where().line == 14);  // the hosts: line
   CHECK(contains(alone->what(), "has no NIC on one"));

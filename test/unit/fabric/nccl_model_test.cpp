@@ -23,7 +23,7 @@ constexpr NcclProtocol kSimple = NcclProtocol::Simple;
 constexpr CollectiveOp kAR = CollectiveOp::AllReduce;
 
 double us(Seconds s) { return s.seconds() * 1e6; }
-BytesPerSecond gbps(double v) { return BytesPerSecond(v * 1e9); }
+BytesPerSecond GBps(double v) { return BytesPerSecond(v * 1e9); }
 
 // NCCL's predicted time in µs: lat + bytes / (1000 · algBw[GB/s]).
 double nccl_time(double lat_us, double bytes, double alg_bw_gbps) {
@@ -110,7 +110,7 @@ TEST_CASE("link classes of fabrics and routes") {
 TEST_CASE("ring latency = base + (nsteps - nInter)·max(intra, netOverhead) + nInter·inter") {
   // One node, 8 GPUs on NVLink: nsteps = 2(n-1) = 14, no network step.
   const auto one = [](NcclProtocol p) {
-    return nccl_cost(Algorithm::Ring, p, kAR, 8, 1, LinkClass::NvLink, 1_MiB, gbps(360));
+    return nccl_cost(Algorithm::Ring, p, kAR, 8, 1, LinkClass::NvLink, 1_MiB, GBps(360));
   };
   CHECK(us(one(kLL).latency) == doctest::Approx(6.6 + 14 * 0.6));      // 15.0
   CHECK(us(one(kLL128).latency) == doctest::Approx(14.0 + 14 * 1.9));  // 40.6
@@ -122,13 +122,13 @@ TEST_CASE("ring latency = base + (nsteps - nInter)·max(intra, netOverhead) + nI
 
   // PCIe-only server: PCI row.
   const NcclStepCost pci =
-      nccl_cost(Algorithm::Ring, kLL, kAR, 8, 1, LinkClass::Pci, 1_KiB, gbps(24));
+      nccl_cost(Algorithm::Ring, kLL, kAR, 8, 1, LinkClass::Pci, 1_KiB, GBps(24));
   CHECK(us(pci.latency) == doctest::Approx(6.6 + 14 * 1.0));
 
   // 2 nodes x 8 GPUs: nsteps 30, nInter = 2(nodes-1) = 2; intra steps pay max(0.6, 1 µs net
   // overhead) for LL, max(3.4, 3 µs) for Simple.
   const NcclStepCost ll = nccl_cost(Algorithm::Ring, kLL, kAR, 16, 2, LinkClass::NvLink,
-                                    Bytes(8), gbps(96));
+                                    Bytes(8), GBps(96));
   CHECK(ll.steps == 30);
   CHECK(ll.inter_steps == 2);
   CHECK(us(ll.per_step_intra) == doctest::Approx(1.0));
@@ -140,47 +140,47 @@ TEST_CASE("ring latency = base + (nsteps - nInter)·max(intra, netOverhead) + nI
   // Simple below the plateau threshold (bytes / (channels · ranks) < 64) and above it (× 1.4
   // on Ampere and later, × 1.9 on Volta), the factor spread over base and steps.
   const NcclStepCost small = nccl_cost(Algorithm::Ring, kSimple, kAR, 16, 2, LinkClass::NvLink,
-                                       Bytes(512), gbps(96));
+                                       Bytes(512), GBps(96));
   CHECK(us(small.latency) == doctest::Approx(8.4 + 28 * 3.4 + 2 * 14.0));  // 131.6
   const NcclStepCost big = nccl_cost(Algorithm::Ring, kSimple, kAR, 16, 2, LinkClass::NvLink,
-                                     1_GiB, gbps(96));
+                                     1_GiB, GBps(96));
   CHECK(us(big.latency) == doctest::Approx(1.4 * (8.4 + 28 * 3.4 + 2 * 14.0)));
   CHECK(us(big.base) == doctest::Approx(1.4 * 8.4));
   NcclOptions volta;
   volta.gpu = GpuGeneration::Volta;
-  CHECK(us(nccl_cost(Algorithm::Ring, kSimple, kAR, 16, 2, LinkClass::NvLink, 1_GiB, gbps(96),
+  CHECK(us(nccl_cost(Algorithm::Ring, kSimple, kAR, 16, 2, LinkClass::NvLink, 1_GiB, GBps(96),
                      volta)
                .latency) == doctest::Approx(1.9 * (8.4 + 28 * 3.4 + 2 * 14.0)));
   // With 16 channels the threshold is 64·16·16 B = 16 KiB.
   NcclOptions ch16;
   ch16.channels = 16;
-  CHECK(us(nccl_cost(Algorithm::Ring, kSimple, kAR, 16, 2, LinkClass::NvLink, 8_KiB, gbps(96),
+  CHECK(us(nccl_cost(Algorithm::Ring, kSimple, kAR, 16, 2, LinkClass::NvLink, 8_KiB, GBps(96),
                      ch16)
                .latency) == doctest::Approx(131.6));
   // AMD hosts post slower: the net overhead (2 µs) now exceeds the LL NVLink hop.
   NcclOptions amd;
   amd.cpu = CpuVendor::Amd;
-  CHECK(us(nccl_cost(Algorithm::Ring, kLL, kAR, 16, 2, LinkClass::NvLink, Bytes(8), gbps(96), amd)
+  CHECK(us(nccl_cost(Algorithm::Ring, kLL, kAR, 16, 2, LinkClass::NvLink, Bytes(8), GBps(96), amd)
                .latency) == doctest::Approx(6.6 + 28 * 2.0 + 2 * 2.7));
 
   // 4 nodes x 8, LL128: 62 steps, 6 across nodes.
-  CHECK(us(nccl_cost(Algorithm::Ring, kLL128, kAR, 32, 4, LinkClass::NvLink, Bytes(8), gbps(96))
+  CHECK(us(nccl_cost(Algorithm::Ring, kLL128, kAR, 32, 4, LinkClass::NvLink, Bytes(8), GBps(96))
                .latency) == doctest::Approx(14.0 + 56 * 1.9 + 6 * 4.0));
   // ReduceScatter / AllGather: n-1 steps, nodes-1 of them across nodes.
   const NcclStepCost rs = nccl_cost(Algorithm::Ring, kLL, CollectiveOp::ReduceScatter, 16, 2,
-                                    LinkClass::NvLink, Bytes(8), gbps(96));
+                                    LinkClass::NvLink, Bytes(8), GBps(96));
   CHECK(rs.steps == 15);
   CHECK(rs.inter_steps == 1);
   CHECK(us(rs.latency) == doctest::Approx(6.6 + 14 * 1.0 + 1 * 2.7));
   // Broadcast: nRanks steps of the intra-node hop (Simple takes Tree's hop: 4 µs on NVLink).
   CHECK(us(nccl_cost(Algorithm::Ring, kSimple, CollectiveOp::Broadcast, 8, 1, LinkClass::NvLink,
-                     1_MiB, gbps(360))
+                     1_MiB, GBps(360))
                .latency) == doctest::Approx(8.4 + 8 * 4.0));
 }
 
 TEST_CASE("tree latency = base + 2·((ppn - 1)·intra + log2(nodes)·inter)") {
   const auto tree = [](NcclProtocol p, std::uint32_t ranks, std::uint32_t nodes) {
-    return nccl_cost(Algorithm::Tree, p, kAR, ranks, nodes, LinkClass::NvLink, Bytes(8), gbps(96));
+    return nccl_cost(Algorithm::Tree, p, kAR, ranks, nodes, LinkClass::NvLink, Bytes(8), GBps(96));
   };
   CHECK(us(tree(kLL, 16, 2).latency) == doctest::Approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0)));  // 25.2
   CHECK(us(tree(kLL128, 16, 2).latency) == doctest::Approx(14.0 + 2 * (7 * 1.25 + 1 * 8.5)));
@@ -195,7 +195,7 @@ TEST_CASE("tree latency = base + 2·((ppn - 1)·intra + log2(nodes)·inter)") {
   CHECK(us(t.per_step_intra) == doctest::Approx(0.6));
   CHECK(us(t.per_step_inter) == doctest::Approx(5.0));
   CHECK_THROWS_AS((void)nccl_cost(Algorithm::Tree, kLL, CollectiveOp::AllGather, 16, 2,
-                                  LinkClass::NvLink, Bytes(8), gbps(96)),
+                                  LinkClass::NvLink, Bytes(8), GBps(96)),
                   std::invalid_argument);
 }
 
@@ -203,7 +203,7 @@ TEST_CASE("protocol bandwidth relative to Simple") {
   // Ring LL carries 8 B of data per 16 B line: half, unless llMaxBw caps it lower.
   const auto ring = [](NcclProtocol p, double bus, std::uint32_t nodes, Bytes bytes = 1_MiB) {
     return nccl_cost(Algorithm::Ring, p, kAR, 8 * nodes, nodes, LinkClass::NvLink, bytes,
-                     gbps(bus));
+                     GBps(bus));
   };
   CHECK(ring(kLL, 100, 1).protocol_factor == doctest::Approx(0.5));
   CHECK(ring(kLL, 100, 1).bandwidth_factor == doctest::Approx(0.5));
@@ -212,13 +212,13 @@ TEST_CASE("protocol bandwidth relative to Simple") {
   CHECK(ring(kLL, 96, 4).bandwidth_factor == doctest::Approx(20.4 / 96.0));     // Intel, >2 nodes
   NcclOptions ampere;
   ampere.gpu = GpuGeneration::Ampere;
-  CHECK(nccl_cost(Algorithm::Ring, kLL, kAR, 8, 1, LinkClass::NvLink, 1_MiB, gbps(240), ampere)
+  CHECK(nccl_cost(Algorithm::Ring, kLL, kAR, 8, 1, LinkClass::NvLink, 1_MiB, GBps(240), ampere)
             .bandwidth_factor == doctest::Approx(87.7 / 240.0));
   // LL128: 120 of 128 bytes per line, NCCL uses 0.92.
   CHECK(ring(kLL128, 360, 1).protocol_factor == doctest::Approx(0.92));
   NcclOptions ch4;
   ch4.channels = 4;  // 4 x 36.7 GB/s caps Hopper LL128
-  CHECK(nccl_cost(Algorithm::Ring, kLL128, kAR, 8, 1, LinkClass::NvLink, 1_MiB, gbps(360), ch4)
+  CHECK(nccl_cost(Algorithm::Ring, kLL128, kAR, 8, 1, LinkClass::NvLink, 1_MiB, GBps(360), ch4)
             .protocol_factor == doctest::Approx(4 * 36.7 / 360.0));
   CHECK(ring(kSimple, 360, 1).bandwidth_factor == doctest::Approx(1.0));
 
@@ -227,7 +227,7 @@ TEST_CASE("protocol bandwidth relative to Simple") {
   // Simple .5).
   const auto tree = [](NcclProtocol p, std::uint32_t nodes, Bytes bytes) {
     return nccl_cost(Algorithm::Tree, p, kAR, 8 * nodes, nodes, LinkClass::NvLink, bytes,
-                     gbps(96));
+                     GBps(96));
   };
   CHECK(tree(kSimple, 2, 1_GiB).bandwidth_factor == doctest::Approx(0.92));
   CHECK(tree(kLL, 2, 1_GiB).protocol_factor == doctest::Approx(1.0 / 3.8));
@@ -241,11 +241,11 @@ TEST_CASE("protocol bandwidth relative to Simple") {
 TEST_CASE("predicted time = lat + bytes / (1000 · algBw)") {
   // Ring Simple, 8 ranks: algBw = busBw · n / (2(n-1)).
   const NcclStepCost c =
-      nccl_cost(Algorithm::Ring, kSimple, kAR, 8, 1, LinkClass::NvLink, 1_GiB, gbps(360));
+      nccl_cost(Algorithm::Ring, kSimple, kAR, 8, 1, LinkClass::NvLink, 1_GiB, GBps(360));
   CHECK(us(c.predicted) == doctest::Approx(nccl_time(56.0, 1073741824.0, 360.0 * 8 / 14)));
   // Tree Simple, 2 nodes: algBw = 0.92 · busBw · 0.5 (no correction at 1 GiB).
   const NcclStepCost t =
-      nccl_cost(Algorithm::Tree, kSimple, kAR, 16, 2, LinkClass::NvLink, 1_GiB, gbps(96));
+      nccl_cost(Algorithm::Tree, kSimple, kAR, 16, 2, LinkClass::NvLink, 1_GiB, GBps(96));
   CHECK(us(t.predicted) ==
         doctest::Approx(nccl_time(8.4 + 2 * (7 * 4.0 + 14.0), 1073741824.0, 0.92 * 96 * 0.5)));
 }
@@ -262,7 +262,7 @@ TEST_CASE("ring on 8 NVLink GPUs switches LL -> LL128 -> Simple where NCCL's mod
   CHECK(x2 == doctest::Approx(3.64e7).epsilon(0.01));
   const auto pick = [](double bytes) {
     return nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, Bytes(std::round(bytes)),
-                     gbps(360))
+                     GBps(360))
         .protocol;
   };
   CHECK(pick(8) == kLL);
@@ -276,7 +276,7 @@ TEST_CASE("ring on 8 NVLink GPUs switches LL -> LL128 -> Simple where NCCL's mod
 
   // The chosen cost is that protocol's own.
   const NcclStepCost small =
-      nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, 64_KiB, gbps(360));
+      nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, 64_KiB, GBps(360));
   CHECK(us(small.latency) == doctest::Approx(ll_lat));
   CHECK(small.bandwidth_factor == doctest::Approx(141.0 / 360.0));
 
@@ -285,20 +285,20 @@ TEST_CASE("ring on 8 NVLink GPUs switches LL -> LL128 -> Simple where NCCL's mod
   no128.allow_ll128 = false;
   const double x3 = crossover(ll_lat, ll_bw, simple_lat, simple_bw);
   CHECK(nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, Bytes(std::round(x3 * 0.99)),
-                  gbps(360), no128)
+                  GBps(360), no128)
             .protocol == kLL);
   CHECK(nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, Bytes(std::round(x3 * 1.01)),
-                  gbps(360), no128)
+                  GBps(360), no128)
             .protocol == kSimple);
   CHECK_FALSE(nccl_protocol_enabled(kLL128, LinkClass::Pci));
   CHECK(nccl_protocol_enabled(kLL128, LinkClass::NvLink));
-  CHECK(nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::Pci, 16_MiB, gbps(24)).protocol !=
+  CHECK(nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::Pci, 16_MiB, GBps(24)).protocol !=
         kLL128);
 }
 
 TEST_CASE("the collective's latency: never less than the wire, never the sum") {
   const NcclStepCost c = nccl_cost(Algorithm::Tree, kLL, kAR, 16, 2, LinkClass::NvLink, Bytes(8),
-                                   gbps(50));
+                                   GBps(50));
   // EFA-like crossing (73 µs) dominates NCCL's NET hop (5 µs); NVLink hops stay at 0.6 µs.
   CHECK(us(nccl_collective_latency(c, 0.6_us, 73.0_us)) ==
         doctest::Approx(6.8 + 2 * (7 * 0.6 + 73.0)));
@@ -307,18 +307,18 @@ TEST_CASE("the collective's latency: never less than the wire, never the sum") {
 
 TEST_CASE("one rank costs nothing, bad input throws") {
   const NcclStepCost one = nccl_cost(Algorithm::Ring, kAR, 1, 1, LinkClass::NvLink, 1_MiB,
-                                     gbps(360));
+                                     GBps(360));
   CHECK(one.latency.seconds() == 0.0);
   CHECK(one.base.seconds() == 0.0);
   CHECK(one.bandwidth_factor == 1.0);
   CHECK(one.protocol == kSimple);
-  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 0, 1, LinkClass::NvLink, 1_MiB, gbps(1)),
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 0, 1, LinkClass::NvLink, 1_MiB, GBps(1)),
                   std::invalid_argument);
-  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 9, LinkClass::NvLink, 1_MiB, gbps(1)),
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 9, LinkClass::NvLink, 1_MiB, GBps(1)),
                   std::invalid_argument);
-  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, 1_MiB, gbps(0)),
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::NvLink, 1_MiB, GBps(0)),
                   std::invalid_argument);
-  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::Net, 1_MiB, gbps(1)),
+  CHECK_THROWS_AS((void)nccl_cost(Algorithm::Ring, kAR, 8, 1, LinkClass::Net, 1_MiB, GBps(1)),
                   std::invalid_argument);
 }
 

@@ -27,8 +27,8 @@ using namespace gradsync::literals;
 
 namespace {
 
-constexpr CollectiveOp kAR = CollectiveOp::AllReduce;
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr CollectiveOp kAllReduce = CollectiveOp::AllReduce;
+constexpr double kOneMiB = 1024.0 * 1024.0;
 
 
 // `nodes` servers of `gpus` GPUs on one NVSwitch (`nvlink` per GPU per direction) with `nics`
@@ -161,7 +161,7 @@ TEST_CASE("NVLS graph on one NVLink domain: pass 2 raises bwInter to twice bwInt
   // algbw 918 x 72/142 = 465.5 GB/s, above the ring's 16 x 45 x 72/142 = 365.1: NVLS at 4 GiB,
   // as the published NVL72 run's 839 GB/s busbw (above any NVLink5 ring) shows NCCL chose
   // (test/data/nccl-tests/unchecked/GH-cwnccltests43-gb200-nvl72-1rack.csv).
-  const NcclTuning big = nccl_tune(v, kAR, Bytes(4096 * kMiB));
+  const NcclTuning big = nccl_tune(v, kAllReduce, Bytes(4096 * kOneMiB));
   CHECK(big.algorithm == Algorithm::Nvls);
   for (const NcclCandidate& c : big.candidates)
     if (c.algorithm == Algorithm::Nvls)
@@ -215,30 +215,31 @@ TEST_CASE("no NVLS graph without an NVSwitch domain: Ring and Tree only") {
   const Topology t = nvswitch_cluster(1, 8, 450_GBps, 0, 400_Gbps);
   const NcclTopologyView v = view_of(t, 8, std::nullopt);
   CHECK(v.nvls.channels == 0);
-  const NcclTuning big = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclTuning big = nccl_tune(v, kAllReduce, Bytes(1024 * kOneMiB));
   CHECK((big.algorithm == Algorithm::Ring || big.algorithm == Algorithm::Tree));
   for (const NcclCandidate& c : big.candidates)
     CHECK((c.algorithm == Algorithm::Ring || c.algorithm == Algorithm::Tree));
-  CHECK_THROWS_AS((void)nccl_tune(v, kAR, Bytes(kMiB), {Algorithm::Nvls}), std::invalid_argument);
+  CHECK_THROWS_AS((void)nccl_tune(v, kAllReduce, Bytes(kOneMiB), {Algorithm::Nvls}),
+                  std::invalid_argument);
 }
 
 TEST_CASE("8 x H100 tuner: Ring/LL at 1 MiB, NVLS from 2 MiB, on 16 NVLS channels") {
   const NcclTopologyView v = h100_server();
-  const NcclTuning small = nccl_tune(v, kAR, Bytes(kMiB));
+  const NcclTuning small = nccl_tune(v, kAllReduce, Bytes(kOneMiB));
   CHECK(small.algorithm == Algorithm::Ring);
   CHECK(small.protocol == NcclProtocol::LL);
-  const NcclTuning two = nccl_tune(v, kAR, Bytes(2 * kMiB));
+  const NcclTuning two = nccl_tune(v, kAllReduce, Bytes(2 * kOneMiB));
   CHECK(two.algorithm == Algorithm::Nvls);
   CHECK(two.protocol == NcclProtocol::Simple);
   CHECK(two.channels == 16);
   // The choice is the fastest prediction among the candidates.
   for (const NcclCandidate& c : two.candidates) CHECK(two.predicted_us <= c.predicted_us + 1e-9);
   // An explicit algorithm restricts the candidates; the best protocol of it is taken.
-  const NcclTuning ring = nccl_tune(v, kAR, Bytes(2 * kMiB), {Algorithm::Ring});
+  const NcclTuning ring = nccl_tune(v, kAllReduce, Bytes(2 * kOneMiB), {Algorithm::Ring});
   CHECK(ring.algorithm == Algorithm::Ring);
   CHECK(ring.predicted_us > two.predicted_us);
   // Other collectives have no Tree or NVLS here.
-  const NcclTuning ag = nccl_tune(v, CollectiveOp::AllGather, Bytes(64 * kMiB));
+  const NcclTuning ag = nccl_tune(v, CollectiveOp::AllGather, Bytes(64 * kOneMiB));
   CHECK(ag.algorithm == Algorithm::Ring);
 }
 
@@ -247,15 +248,15 @@ TEST_CASE("channels per size: NCCL lowers them until each gets its threads' work
   REQUIRE(v.comm_channels == 24);
   // 64 KiB, Ring/LL: threshold 8 x 8 ranks = 64 B/thread x 512 threads = 32 KiB per channel
   // -> 2 channels; the 32 KiB cell rule (2 B of traffic per byte, LL 4x) allows 16.
-  const NcclTuning t64k = nccl_tune(v, kAR, Bytes(64 * 1024.0), {Algorithm::Ring});
+  const NcclTuning t64k = nccl_tune(v, kAllReduce, Bytes(64 * 1024.0), {Algorithm::Ring});
   REQUIRE(t64k.protocol == NcclProtocol::LL);
   CHECK(t64k.channels == 2);
   // 1 MiB, Ring/LL: 1 MiB / 32 KiB = 32 >= 24 channels: all of them.
-  const NcclTuning t1m = nccl_tune(v, kAR, Bytes(kMiB), {Algorithm::Ring});
+  const NcclTuning t1m = nccl_tune(v, kAllReduce, Bytes(kOneMiB), {Algorithm::Ring});
   REQUIRE(t1m.protocol == NcclProtocol::LL);
   CHECK(t1m.channels == 24);
   // 4 KiB: one channel.
-  CHECK(nccl_tune(v, kAR, Bytes(4096.0), {Algorithm::Ring}).channels == 1);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(4096.0), {Algorithm::Ring}).channels == 1);
 }
 
 TEST_CASE("a four-GPU Blackwell server: no NVLS at 1 GiB (NVLS's 3/4 port share loses)") {
@@ -267,55 +268,56 @@ TEST_CASE("a four-GPU Blackwell server: no NVLS at 1 GiB (NVLS's 3/4 port share 
   v.comm_channels = 2 * v.ring.channels;
   v.nvls = NcclGraph{4, 90.0, 90.0};
   v.nvls_channels = 24;
-  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclTuning t = nccl_tune(v, kAllReduce, Bytes(1024 * kOneMiB));
   CHECK(t.algorithm != Algorithm::Nvls);
   // Eight GPUs on the same server: NVLS wins at 1 GiB.
   v.ranks = 8;
   v.nvls.channels = 8;
-  CHECK(nccl_tune(v, kAR, Bytes(1024 * kMiB)).algorithm == Algorithm::Nvls);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(1024 * kOneMiB)).algorithm == Algorithm::Nvls);
 }
 
 TEST_CASE("nccl.protocols and nccl.tuner: NCCL_PROTO and a tuner plugin's rules") {
   NcclTopologyView v = h100_server();
   // Without LL, 1 MiB runs LL128 or Simple.
   v.settings.ll = false;
-  const NcclTuning no_ll = nccl_tune(v, kAR, Bytes(kMiB), {Algorithm::Ring});
+  const NcclTuning no_ll = nccl_tune(v, kAllReduce, Bytes(kOneMiB), {Algorithm::Ring});
   CHECK(no_ll.protocol != NcclProtocol::LL);
   for (const NcclCandidate& c : no_ll.candidates) CHECK(c.protocol != NcclProtocol::LL);
   // Without Simple, NVLS (Simple only) cannot run.
   v.settings = NcclSettings{};
   v.settings.simple = false;
-  for (const NcclCandidate& c : nccl_tune(v, kAR, Bytes(64 * kMiB)).candidates) {
+  for (const NcclCandidate& c : nccl_tune(v, kAllReduce, Bytes(64 * kOneMiB)).candidates) {
     CHECK(c.algorithm != Algorithm::Nvls);
     CHECK(c.protocol != NcclProtocol::Simple);
   }
   // A rule takes over NCCL's choice in its size range only.
   v.settings = NcclSettings{};
-  v.settings.tuner.push_back(rule(4 * kMiB, 64 * kMiB, "tree", "simple"));
-  const NcclTuning ruled = nccl_tune(v, kAR, Bytes(16 * kMiB));
+  v.settings.tuner.push_back(rule(4 * kOneMiB, 64 * kOneMiB, "tree", "simple"));
+  const NcclTuning ruled = nccl_tune(v, kAllReduce, Bytes(16 * kOneMiB));
   CHECK(ruled.algorithm == Algorithm::Tree);
   CHECK(ruled.protocol == NcclProtocol::Simple);
-  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Nvls);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(128 * kOneMiB)).algorithm == Algorithm::Nvls);
   // A rule naming an algorithm that cannot run here falls back to NCCL's own choice.
   v.settings.tuner = {rule(0.0, 1e18, "nvlstree", "")};
-  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Nvls);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(128 * kOneMiB)).algorithm == Algorithm::Nvls);
   // nccl.algorithms (NCCL_ALGO; NCCL_NVLS_ENABLE=0 is [ring, tree]): NCCL chooses among those
   // only, so at 128 MiB, where it runs NVLS, it runs the faster of Ring and Tree instead.
   v.settings = NcclSettings{};
   v.settings.algorithms = {"ring", "tree"};
-  const NcclTuning no_nvls = nccl_tune(v, kAR, Bytes(128 * kMiB));
+  const NcclTuning no_nvls = nccl_tune(v, kAllReduce, Bytes(128 * kOneMiB));
   CHECK((no_nvls.algorithm == Algorithm::Ring || no_nvls.algorithm == Algorithm::Tree));
   for (const NcclCandidate& c : no_nvls.candidates) CHECK(c.algorithm != Algorithm::Nvls);
   v.settings.algorithms = {"ring"};
-  CHECK(nccl_tune(v, kAR, Bytes(kMiB)).algorithm == Algorithm::Ring);
-  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB)).algorithm == Algorithm::Ring);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(kOneMiB)).algorithm == Algorithm::Ring);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(128 * kOneMiB)).algorithm == Algorithm::Ring);
   // One algorithm named by the caller (bench --algo) runs whatever nccl.algorithms says.
-  CHECK(nccl_tune(v, kAR, Bytes(128 * kMiB), {Algorithm::Nvls}).algorithm == Algorithm::Nvls);
+  CHECK(nccl_tune(v, kAllReduce, Bytes(128 * kOneMiB), {Algorithm::Nvls}).algorithm ==
+        Algorithm::Nvls);
   // Nothing of the list can run (NVLSTree needs several servers): an error at the key.
   v.settings.algorithms = {"nvlstree"};
   v.settings.algorithms_origin = SourceMark{"t.yaml", 9, 3};
   try {
-    (void)nccl_tune(v, kAR, Bytes(kMiB));
+    (void)nccl_tune(v, kAllReduce, Bytes(kOneMiB));
     FAIL("expected a ConfigError");
   } catch (const ConfigError& e) {
     CHECK(std::string(e.what()) ==
@@ -330,16 +332,16 @@ TEST_CASE("NVLS chunk schedule (enqueue.cc calcCollChunking): 16 channels x 8 he
   };
   // NVLS, 128 concurrent chunks: 16 KiB below 2·128·32 KiB = 8 MiB, 32 KiB below 64 MiB,
   // 64 KiB below 1 GiB, 128 KiB from there.
-  CHECK(chunk(Algorithm::Nvls, 2 * kMiB, 1, 8) == 16.0);
-  CHECK(chunk(Algorithm::Nvls, 16 * kMiB, 1, 8) == 32.0);
-  CHECK(chunk(Algorithm::Nvls, 256 * kMiB, 1, 8) == 64.0);
-  CHECK(chunk(Algorithm::Nvls, 1024 * kMiB, 1, 8) == 128.0);
+  CHECK(chunk(Algorithm::Nvls, 2 * kOneMiB, 1, 8) == 16.0);
+  CHECK(chunk(Algorithm::Nvls, 16 * kOneMiB, 1, 8) == 32.0);
+  CHECK(chunk(Algorithm::Nvls, 256 * kOneMiB, 1, 8) == 64.0);
+  CHECK(chunk(Algorithm::Nvls, 1024 * kOneMiB, 1, 8) == 128.0);
   // NVLSTree on 2 nodes: 32 KiB below 8 MiB, 64 KiB below 64 MiB, 128 KiB from there.
-  CHECK(chunk(Algorithm::NvlsTree, 4 * kMiB, 2, 8) == 32.0);
-  CHECK(chunk(Algorithm::NvlsTree, 16 * kMiB, 2, 8) == 64.0);
-  CHECK(chunk(Algorithm::NvlsTree, 128 * kMiB, 2, 8) == 128.0);
+  CHECK(chunk(Algorithm::NvlsTree, 4 * kOneMiB, 2, 8) == 32.0);
+  CHECK(chunk(Algorithm::NvlsTree, 16 * kOneMiB, 2, 8) == 64.0);
+  CHECK(chunk(Algorithm::NvlsTree, 128 * kOneMiB, 2, 8) == 128.0);
   // From 4 nodes NVLSTree's chunk is at most 64 KiB.
-  CHECK(chunk(Algorithm::NvlsTree, 1024 * kMiB, 4, 8) == 64.0);
+  CHECK(chunk(Algorithm::NvlsTree, 1024 * kOneMiB, 4, 8) == 64.0);
   // Chunk efficiency: 1 at the 128 KiB plateau, lower and monotone below.
   const BytesPerSecond rate = 20_GBps;
   CHECK(nvls_chunk_efficiency(Bytes(128 * 1024.0), rate) == doctest::Approx(1.0));
@@ -368,10 +370,10 @@ TEST_CASE("per-size channels bound a protocol's bandwidth (channel_factor)") {
   CHECK(ll_channel == doctest::Approx(ll128_channel * 0.5 / (120.0 / 128.0)));
   CHECK(nccl_channel_bus_bandwidth(Algorithm::Ring, NcclProtocol::Simple, GpuGeneration::Hopper,
                                    1, bus, 24) == doctest::Approx(15.0));
-  const NcclStepCost two = nccl_cost(Algorithm::Ring, NcclProtocol::LL, kAR, 8, 1,
+  const NcclStepCost two = nccl_cost(Algorithm::Ring, NcclProtocol::LL, kAllReduce, 8, 1,
                                      LinkClass::NvLink, Bytes(64 * 1024.0), 360_GBps, o);
   o.run_channels = 24;
-  const NcclStepCost all = nccl_cost(Algorithm::Ring, NcclProtocol::LL, kAR, 8, 1,
+  const NcclStepCost all = nccl_cost(Algorithm::Ring, NcclProtocol::LL, kAllReduce, 8, 1,
                                      LinkClass::NvLink, Bytes(64 * 1024.0), 360_GBps, o);
   CHECK(all.channel_factor == doctest::Approx(1.0));
   CHECK(two.channel_factor < 1.0);
@@ -474,7 +476,7 @@ TEST_CASE("SHARP: NCCL's tuner offers NVLS across servers and prefers it to NVLS
   CHECK_FALSE(w.sharp);
   // tuning.cc: NVLS across nodes costs intraLat + interLat = 25 + 18 us and min(NVLS intra,
   // NIC) per channel, NVLSTree 25 + 2 log2(4) x 20.9 us at the same bandwidth (> 2 nodes).
-  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclTuning t = nccl_tune(v, kAllReduce, Bytes(1024 * kOneMiB));
   CHECK(t.algorithm == Algorithm::Nvls);
   double nvls = 0.0, tree = 0.0;
   for (const NcclCandidate& c : t.candidates) {
@@ -483,7 +485,7 @@ TEST_CASE("SHARP: NCCL's tuner offers NVLS across servers and prefers it to NVLS
   }
   CHECK(nvls == doctest::Approx(43.0));
   CHECK(tree == doctest::Approx(25.0 + 4 * 20.9));
-  for (const NcclCandidate& c : nccl_tune(w, kAR, Bytes(1024 * kMiB)).candidates)
+  for (const NcclCandidate& c : nccl_tune(w, kAllReduce, Bytes(1024 * kOneMiB)).candidates)
     CHECK(c.algorithm != Algorithm::Nvls);
 }
 
@@ -509,7 +511,7 @@ TEST_CASE("CollNet: NCCL's tuner offers CollNetChain where the servers' NICs sha
                        ConfigError);
   // tuning.cc: CollNetChain latency 2 (ppn - 1) x 2.8 + 30 us, bandwidth channels x bwIntra of
   // its graph (the tree graph) whatever the node count, algorithm bandwidth half of it.
-  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclTuning t = nccl_tune(v, kAllReduce, Bytes(1024 * kOneMiB));
   const NcclCandidate* chain = nullptr;
   for (const NcclCandidate& c : t.candidates)
     if (c.algorithm == Algorithm::CollNetChain) chain = &c;
@@ -525,13 +527,13 @@ TEST_CASE("CollNet: NCCL's tuner offers CollNetChain where the servers' NICs sha
   const Topology a100 = sharp_cluster(4, NetworkShape::RailOptimized, true, 0, GpuGeneration::Ampere);
   const NcclTopologyView va = view_of(a100, 8, std::nullopt);
   CHECK(va.collnet);
-  const Algorithm big = nccl_tune(va, kAR, Bytes(256 * kMiB)).algorithm;
+  const Algorithm big = nccl_tune(va, kAllReduce, Bytes(256 * kOneMiB)).algorithm;
   CHECK((big == Algorithm::CollNetChain || big == Algorithm::CollNetDirect));
-  CHECK(nccl_tune(va, CollectiveOp::AllGather, Bytes(256 * kMiB)).algorithm == Algorithm::Ring);
+  CHECK(nccl_tune(va, CollectiveOp::AllGather, Bytes(256 * kOneMiB)).algorithm == Algorithm::Ring);
   const NcclTopologyView vn = view_of(sharp_cluster(4, NetworkShape::RailOptimized, false, 0,
                                                     GpuGeneration::Ampere),
                                       8, std::nullopt);
-  for (const NcclCandidate& c : nccl_tune(vn, kAR, Bytes(256 * kMiB)).candidates)
+  for (const NcclCandidate& c : nccl_tune(vn, kAllReduce, Bytes(256 * kOneMiB)).candidates)
     CHECK(c.algorithm != Algorithm::CollNetChain);
 }
 
@@ -540,7 +542,7 @@ TEST_CASE("CollNet: CollNetDirect on NVSwitch servers, with NCCL's latency and G
   const NcclTopologyView v = view_of(with, 8, Algorithm::Nvls);
   // One head per GPU with its own NIC (8 x 400G here), at most 8.
   CHECK(v.collnet_direct.channels == 8);
-  const NcclTuning t = nccl_tune(v, kAR, Bytes(1024 * kMiB));
+  const NcclTuning t = nccl_tune(v, kAllReduce, Bytes(1024 * kOneMiB));
   const NcclCandidate* direct = nullptr;
   for (const NcclCandidate& c : t.candidates)
     if (c.algorithm == Algorithm::CollNetDirect) direct = &c;
@@ -554,15 +556,16 @@ TEST_CASE("CollNet: CollNetDirect on NVSwitch servers, with NCCL's latency and G
   // Fewer NICs than GPUs: NCCL divides by f - (f - 1)/2, f = GPUs per head.
   NcclOptions o = nccl_options(v, Algorithm::CollNetDirect);
   o.channels = 4;
-  const NcclStepCost four = nccl_cost(Algorithm::CollNetDirect, NcclProtocol::Simple, kAR, 32, 4,
-                                      LinkClass::NvLink, Bytes(1024 * kMiB), 400_GBps, o);
+  const NcclStepCost four = nccl_cost(Algorithm::CollNetDirect, NcclProtocol::Simple, kAllReduce,
+                                      32, 4, LinkClass::NvLink, Bytes(1024 * kOneMiB), 400_GBps,
+                                      o);
   const double alg = 0.5 * 0.85 * 400.0 / 1.5;
   CHECK(four.predicted.seconds() * 1e6 ==
-        doctest::Approx(four.latency.seconds() * 1e6 + 1024 * kMiB / (1000.0 * alg)));
+        doctest::Approx(four.latency.seconds() * 1e6 + 1024 * kOneMiB / (1000.0 * alg)));
   // A100 servers with SHARP: NCCL's tuner runs CollNetDirect at 512 KiB (44 us of latency
   // against the chain's 69).
   const NcclTopologyView va = view_of(sharp_cluster(4, NetworkShape::RailOptimized, true, 0,
                                                     GpuGeneration::Ampere),
                                       8, std::nullopt);
-  CHECK(nccl_tune(va, kAR, Bytes(512 * 1024.0)).algorithm == Algorithm::CollNetDirect);
+  CHECK(nccl_tune(va, kAllReduce, Bytes(512 * 1024.0)).algorithm == Algorithm::CollNetDirect);
 }

@@ -42,7 +42,7 @@ struct FakeGnuplot {
   }
 };
 
-std::string text_of(const std::string& path) {
+std::string chart_text_of(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -73,7 +73,7 @@ TEST_CASE("gnuplot: a chart drawn in the folder, its SVG returned, the folder re
     CHECK(fs::path(data).filename() == "scaling.dat");
     const std::string svg = tmp.draw(program, "scaling", GnuplotChart{"1 2\n", "plot data\n"});
     CHECK(svg == "<svg>plot data</svg>\n");
-    CHECK(text_of(data) == "1 2\n");
+    CHECK(chart_text_of(data) == "1 2\n");
     CHECK_THROWS_WITH_AS(tmp.draw(program, "broken", GnuplotChart{"", "fail\n"}),
                          doctest::Contains("gnuplot failed on"), EnvironmentError);
     CHECK(fs::is_directory(folder));

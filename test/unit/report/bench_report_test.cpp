@@ -20,7 +20,7 @@ namespace {
 
 // 16 ranks, 8 per node, under NCCL's model: 1 MiB took 100 us on ring/LL128 with 4 channels
 // (algbw 10.49 GB/s, busbw x 2*15/16), 16 MiB 400 us on tree/Simple.
-BenchResult synthetic_result(SoftwareModel software = SoftwareModel::Nccl) {
+BenchResult synthetic_bench(SoftwareModel software = SoftwareModel::Nccl) {
   BenchResult r;
   r.topology_name = "synthetic-2node";
   r.software = software;
@@ -100,7 +100,7 @@ TEST_CASE("bench table: nccl-tests' header and columns") {
   request.op = CollectiveOp::AllReduce;
   request.algorithm.reset();  // auto
   request.fidelity = Fidelity::Flow;
-  const std::vector<std::string> lines = lines_of(bench_table_text(request, synthetic_result()));
+  const std::vector<std::string> lines = lines_of(bench_table_text(request, synthetic_bench()));
   REQUIRE(lines.size() == 7);
   CHECK(lines[0] == "# gradsync bench: allreduce on synthetic-2node (16 ranks, 8 per node), "
                     "algorithm auto");
@@ -121,14 +121,14 @@ TEST_CASE("bench table: nccl-tests' header and columns") {
   // nccl-tests' widths: the size right-aligned in 12 columns.
   CHECK(lines[5].substr(0, 12) == "     1048576");
   // Servers holding different numbers of ranks say so instead of "1 per node".
-  BenchResult uneven = synthetic_result();
+  BenchResult uneven = synthetic_bench();
   uneven.ranks = 12;
   uneven.ranks_per_node = 1;
   uneven.node_sizes = {8, 4};
   CHECK(lines_of(bench_table_text(request, uneven))[0] ==
         "# gradsync bench: allreduce on synthetic-2node (12 ranks on 2 nodes: 8 + 4), algorithm auto");
   // NCCL's graphs under auto, as NCCL_DEBUG=INFO's "Pattern" lines give them, before the "#".
-  BenchResult with_view = synthetic_result();
+  BenchResult with_view = synthetic_bench();
   NcclTopologyView v;
   v.ring = NcclGraph{8, 45.0, 45.0};
   v.tree = NcclGraph{8, 48.0, 45.0};
@@ -150,7 +150,7 @@ TEST_CASE("bench table: broadcast has no redop and prints its root; best adds th
   request.algorithm = Algorithm::Ring;
   request.root = 3;
   request.best = true;
-  const std::vector<std::string> lines = lines_of(bench_table_text(request, synthetic_result()));
+  const std::vector<std::string> lines = lines_of(bench_table_text(request, synthetic_bench()));
   REQUIRE(lines.size() == 7);
   CHECK(lines[0].find("broadcast on synthetic-2node") != std::string::npos);
   CHECK(lines[0].find("algorithm ring") != std::string::npos);
@@ -168,7 +168,7 @@ TEST_CASE("bench table: broadcast has no redop and prints its root; best adds th
 TEST_CASE("bench table: without NCCL's model no protocol and no channel column") {
   BenchRequest request;
   const std::vector<std::string> lines =
-      lines_of(bench_table_text(request, synthetic_result(SoftwareModel::None)));
+      lines_of(bench_table_text(request, synthetic_bench(SoftwareModel::None)));
   REQUIRE(lines.size() == 7);
   CHECK(lines[1].find("software model: none") != std::string::npos);
   CHECK(lines[3].find(" ch") == std::string::npos);
@@ -181,7 +181,7 @@ TEST_CASE("bench JSON rows: nccl-tests' columns and the run's details, in order"
   BenchRequest request;
   request.op = CollectiveOp::Reduce;
   request.root = 5;
-  const nlohmann::ordered_json rows = bench_rows_json(request, synthetic_result());
+  const nlohmann::ordered_json rows = bench_rows_json(request, synthetic_bench());
   REQUIRE(rows.is_array());
   REQUIRE(rows.size() == 2);
   const nlohmann::ordered_json& r = rows[0];
@@ -214,7 +214,7 @@ TEST_CASE("bench JSON rows: protocol null without NCCL's model; best adds three 
   request.op = CollectiveOp::AllGather;
   request.best = true;
   const nlohmann::ordered_json rows =
-      bench_rows_json(request, synthetic_result(SoftwareModel::None));
+      bench_rows_json(request, synthetic_bench(SoftwareModel::None));
   REQUIRE(rows.size() == 2);
   CHECK(rows[0]["protocol"].is_null());
   CHECK(rows[0]["redop"] == "none");
@@ -253,7 +253,7 @@ NcclTestsLog synthetic_log() {
 }  // namespace
 
 TEST_CASE("bench --compare: measured beside simulated, row by row") {
-  const std::vector<ComparedRow> rows = compare_bench_rows(synthetic_log(), synthetic_result());
+  const std::vector<ComparedRow> rows = compare_bench_rows(synthetic_log(), synthetic_bench());
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].bytes == 1048576);
   CHECK(rows[0].measured_time_us == doctest::Approx(125.0));
@@ -269,7 +269,7 @@ TEST_CASE("bench --compare JSON: the log, the run, the rows and the bands") {
   BenchRequest request;
   request.algorithm.reset();
   const nlohmann::ordered_json out =
-      bench_comparison_json(request, synthetic_result(), synthetic_log());
+      bench_comparison_json(request, synthetic_bench(), synthetic_log());
   CHECK(out["log"]["file"] == "measured.log");
   CHECK(out["log"]["ranks"].get<int>() == 8);
   CHECK(out["log"]["nodes"].get<int>() == 1);
@@ -294,14 +294,14 @@ TEST_CASE("bench --compare JSON: the log, the run, the rows and the bands") {
 TEST_CASE("the nccl-tests harness (-g): said in the table, the comparison and their JSON") {
   BenchRequest request;
   request.gpus_per_thread = 8;
-  const std::string table = bench_table_text(request, synthetic_result());
+  const std::string table = bench_table_text(request, synthetic_bench());
   CHECK(table.find("# nccl-tests harness: 8 GPUs per thread (-g 8): an iteration takes at "
                    "least 8 x 4.2 us of host launches (33.6 us)\n#\n") != std::string::npos);
-  const std::string compared = bench_comparison_text(request, synthetic_result(), synthetic_log());
+  const std::string compared = bench_comparison_text(request, synthetic_bench(), synthetic_log());
   CHECK(compared.find("# nccl-tests harness: 8 GPUs per thread (-g 8)") != std::string::npos);
-  CHECK(bench_comparison_json(request, synthetic_result(), synthetic_log())["gpus_per_thread"]
+  CHECK(bench_comparison_json(request, synthetic_bench(), synthetic_log())["gpus_per_thread"]
             .get<int>() == 8);
-  BenchResult result = synthetic_result();
+  BenchResult result = synthetic_bench();
   result.rows[0].host_bound = true;
   result.rows[0].simulated_us = 20.0;
   const nlohmann::ordered_json rows = bench_rows_json(request, result);
@@ -311,15 +311,15 @@ TEST_CASE("the nccl-tests harness (-g): said in the table, the comparison and th
   CHECK_FALSE(rows[1]["host_bound"].get<bool>());
   // One GPU per thread (nccl-tests' default, and torchrun's): no line, no keys.
   request.gpus_per_thread = 1;
-  CHECK(bench_table_text(request, synthetic_result()).find("harness") == std::string::npos);
-  CHECK_FALSE(bench_rows_json(request, synthetic_result())[0].contains("host_bound"));
+  CHECK(bench_table_text(request, synthetic_bench()).find("harness") == std::string::npos);
+  CHECK_FALSE(bench_rows_json(request, synthetic_bench())[0].contains("host_bound"));
 }
 
 TEST_CASE("bench --compare text: the note on differing ranks, the rows and the band line") {
   BenchRequest request;
   request.algorithm = Algorithm::Ring;
   const std::vector<std::string> lines =
-      lines_of(bench_comparison_text(request, synthetic_result(), synthetic_log()));
+      lines_of(bench_comparison_text(request, synthetic_bench(), synthetic_log()));
   REQUIRE(lines.size() == 12);
   CHECK(lines[0] == "# gradsync bench --compare: allreduce on synthetic-2node (16 ranks, 8 per "
                     "node), algorithm ring");

@@ -97,7 +97,7 @@ CalibrationReport synthetic_report() {
   return r;
 }
 
-bool has_line(const std::string& text, const std::string& line) {
+bool has_row(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
 }
 
@@ -108,19 +108,19 @@ TEST_CASE("calibration_text: the job, parameters, rows, bands and the 1 MiB prom
   INFO(text);
   CHECK(text.rfind("# gradsync calibrate: topologies/t.yaml against logs/all_reduce.log (16 "
                    "ranks on 2 servers, 2 runs averaged), algorithm auto\n", 0) == 0);
-  CHECK(has_line(text, "# network.efficiency: 0.8400 (was 0.8000)"));
-  CHECK(has_line(text, "# network.link_latency: " + format_time(Seconds(5e-6)) + " (was " +
+  CHECK(has_row(text, "# network.efficiency: 0.8400 (was 0.8000)"));
+  CHECK(has_row(text, "# network.link_latency: " + format_time(Seconds(5e-6)) + " (was " +
                            format_time(Seconds(3e-6)) + ")"));
   CHECK(text.find("latency_scale") == std::string::npos);  // stage 2 did not run, unchanged
-  CHECK(has_line(text, "# 1 stage, 3 updates, 12 simulations"));
-  CHECK(has_line(text, "     1048576      100.00       80.00      10.00      12.50   +25.0%   "
+  CHECK(has_row(text, "# 1 stage, 3 updates, 12 simulations"));
+  CHECK(has_row(text, "     1048576      100.00       80.00      10.00      12.50   +25.0%   "
                        "-20.0%  ring/Simple"));
-  CHECK(has_line(text, "# B       1 - 64 MiB          1          20.0%         25.0%  +25.0%  "
+  CHECK(has_row(text, "# B       1 - 64 MiB          1          20.0%         25.0%  +25.0%  "
                        "MISSED"));
-  CHECK(has_line(text, "# C       >= 64 MiB           1           2.0%          1.0%   -1.0%  "
+  CHECK(has_row(text, "# C       >= 64 MiB           1           2.0%          1.0%   -1.0%  "
                        "met (not fitted)"));
-  CHECK(has_line(text, "# sizes >= 1 MiB: max |error| 25.00 % (NOT within 5 %)"));
-  CHECK(has_line(text, "# note: band B misses the promise: a note"));
+  CHECK(has_row(text, "# sizes >= 1 MiB: max |error| 25.00 % (NOT within 5 %)"));
+  CHECK(has_row(text, "# note: band B misses the promise: a note"));
   CHECK(text.ends_with("\n# wrote out/calibrated.yaml\n"));
 
   CalibrationReport r = synthetic_report();
@@ -132,11 +132,11 @@ TEST_CASE("calibration_text: the job, parameters, rows, bands and the 1 MiB prom
   r.fit.params[2].value = 1.1;  // changed: shown although stage 2 did not run
   const std::string other = calibration_text(r);
   INFO(other);
-  CHECK(has_line(other, "# network.efficiency: 0.8400 (was 0.8000)  [not fitted]"));
+  CHECK(has_row(other, "# network.efficiency: 0.8400 (was 0.8000)  [not fitted]"));
   CHECK(other.find("(was " + format_time(Seconds(3e-6)) + ")  [no effect on these rows]\n") !=
         std::string::npos);
-  CHECK(has_line(other, "# nccl.latency_scale: 1.1000 (was 1.0000)  [not fitted]"));
-  CHECK(has_line(other, "# sizes >= 1 MiB: max |error| 5.00 % (within 5 %)"));
+  CHECK(has_row(other, "# nccl.latency_scale: 1.1000 (was 1.0000)  [not fitted]"));
+  CHECK(has_row(other, "# sizes >= 1 MiB: max |error| 5.00 % (within 5 %)"));
   CHECK(other.find("# wrote") == std::string::npos);
 }
 

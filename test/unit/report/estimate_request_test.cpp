@@ -11,7 +11,7 @@ namespace {
 
 using namespace gradsync;
 
-EstimateArguments readme_example() {
+EstimateArguments readme_arguments() {
   EstimateArguments a;
   a.params = "7e9";
   a.dtype = "fp16";
@@ -22,7 +22,7 @@ EstimateArguments readme_example() {
 }
 
 // The message of the ConfigError `a` raises ("" when it raises none).
-std::string error_of(const EstimateArguments& a) {
+std::string error_in(const EstimateArguments& a) {
   try {
     (void)estimate_request(a);
   } catch (const ConfigError& e) {
@@ -34,7 +34,7 @@ std::string error_of(const EstimateArguments& a) {
 }  // namespace
 
 TEST_CASE("estimate request: the README example, units parsed and defaults kept") {
-  const EstimateRequest r = estimate_request(readme_example());
+  const EstimateRequest r = estimate_request(readme_arguments());
   CHECK(r.params == 7e9);
   CHECK(r.dtype == GradDtype::Fp16);
   CHECK(r.bandwidth.bytes_per_second() == doctest::Approx(1.25e9));
@@ -49,7 +49,7 @@ TEST_CASE("estimate request: the README example, units parsed and defaults kept"
 }
 
 TEST_CASE("estimate request: the optional options") {
-  EstimateArguments a = readme_example();
+  EstimateArguments a = readme_arguments();
   a.params = "350M";
   a.efficiency = "0.75";
   a.accumulation = "4";
@@ -68,32 +68,32 @@ TEST_CASE("estimate request: the optional options") {
 }
 
 TEST_CASE("estimate request: each bad value names its option") {
-  EstimateArguments a = readme_example();
+  EstimateArguments a = readme_arguments();
   a.bandwidth = "10";
-  CHECK(error_of(a).rfind("gradsync estimate --bandwidth: error: ", 0) == 0);
-  a = readme_example();
+  CHECK(error_in(a).rfind("gradsync estimate --bandwidth: error: ", 0) == 0);
+  a = readme_arguments();
   a.params = "0";
-  CHECK(error_of(a) == "gradsync estimate --params: error: 0 parameters is outside (0, 1e14]");
-  a = readme_example();
+  CHECK(error_in(a) == "gradsync estimate --params: error: 0 parameters is outside (0, 1e14]");
+  a = readme_arguments();
   a.dtype = "int4";
-  CHECK(error_of(a) ==
+  CHECK(error_in(a) ==
         "gradsync estimate --dtype: error: unknown dtype \"int4\" (fp32, fp16, bf16 or fp8)");
-  a = readme_example();
+  a = readme_arguments();
   a.gpus = "2.5";
-  CHECK(error_of(a) ==
+  CHECK(error_in(a) ==
         "gradsync estimate --gpus: error: \"2.5\" must be a whole number from 1 to 1000000");
-  a = readme_example();
+  a = readme_arguments();
   a.efficiency = "1.5";
-  CHECK(error_of(a) == "gradsync estimate --efficiency: error: 1.5 is outside (0, 1] (a share "
+  CHECK(error_in(a) == "gradsync estimate --efficiency: error: 1.5 is outside (0, 1] (a share "
                        "of line rate, e.g. 0.6)");
-  a = readme_example();
+  a = readme_arguments();
   a.efficiency = "0,6";
-  CHECK(error_of(a) == "gradsync estimate --efficiency: error: \"0,6\" is not a number");
-  a = readme_example();
+  CHECK(error_in(a) == "gradsync estimate --efficiency: error: \"0,6\" is not a number");
+  a = readme_arguments();
   a.gpus_per_node = "3";
-  CHECK(error_of(a) ==
+  CHECK(error_in(a) ==
         "gradsync estimate --gpus-per-node: error: 3 GPUs per node does not divide --gpus 8");
-  a = readme_example();
+  a = readme_arguments();
   a.intra_bandwidth = "0GB/s";
-  CHECK(error_of(a) == "gradsync estimate --intra-bandwidth: error: bandwidth must be positive");
+  CHECK(error_in(a) == "gradsync estimate --intra-bandwidth: error: bandwidth must be positive");
 }

@@ -44,7 +44,7 @@ SweepReportPoint failed_point(std::size_t index) {
   return sweep_report_point(record, kKeys, index, "pf", false, "'rng' is not <one of> ring");
 }
 
-bool contains(const std::string& text, const std::string& part) {
+bool has_text(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -92,23 +92,23 @@ TEST_CASE("sweep report: the scaling chart has a series per non-GPU key and the 
   const GnuplotChart c = sweep_scaling_chart(pts, kKeys, "/tmp/it's/scaling.dat");
   // Series sorted by name, each sorted by GPUs, separated by two blank lines (gnuplot index).
   CHECK(c.data == "8 100\n16 180\n\n\n8 120\n16 200\n\n\n");
-  CHECK(contains(c.script, "set terminal svg size 960,534 "));  // 480 + 18 × (2 series + 1)
-  CHECK(contains(c.script, "set logscale x 2\nset logscale y 10\n"));  // 16 GPUs > 1.5 × 8
+  CHECK(has_text(c.script, "set terminal svg size 960,534 "));  // 480 + 18 × (2 series + 1)
+  CHECK(has_text(c.script, "set logscale x 2\nset logscale y 10\n"));  // 16 GPUs > 1.5 × 8
   // Linear scaling from the best per-GPU throughput at 8 GPUs: 120 / 8.
-  CHECK(contains(c.script, "plot 15*x with lines dt 2"));
-  CHECK(contains(c.script, "'/tmp/it''s/scaling.dat' index 0 using 1:2 with linespoints lw 2 "
+  CHECK(has_text(c.script, "plot 15*x with lines dt 2"));
+  CHECK(has_text(c.script, "'/tmp/it''s/scaling.dat' index 0 using 1:2 with linespoints lw 2 "
                            "lc rgb '#4e79a7' dt 1 pt 7 ps 0.8 title 'lab algorithm=ring'"));
-  CHECK(contains(c.script, "index 1 using 1:2 with linespoints lw 2 lc rgb '#f28e2b' dt 1 pt 7 "
+  CHECK(has_text(c.script, "index 1 using 1:2 with linespoints lw 2 lc rgb '#f28e2b' dt 1 pt 7 "
                            "ps 0.8 title 'lab algorithm=tree'\n"));
 }
 
 TEST_CASE("sweep report: one GPU count draws linear axes from zero") {
   const std::vector<SweepReportPoint> pts{point(0, 1, "ring", 100.0), point(1, 1, "tree", 120.0)};
   const GnuplotChart c = sweep_scaling_chart(pts, kKeys, "s.dat");
-  CHECK_FALSE(contains(c.script, "logscale"));
-  CHECK(contains(c.script, "set xrange [4:16]\nset yrange [0:*]\n"));
+  CHECK_FALSE(has_text(c.script, "logscale"));
+  CHECK(has_text(c.script, "set xrange [4:16]\nset yrange [0:*]\n"));
   // Neither key changes the GPU count: both label the series.
-  CHECK(contains(c.script, "title 'lab nodes=1 algorithm=ring'"));
+  CHECK(has_text(c.script, "title 'lab nodes=1 algorithm=ring'"));
 }
 
 TEST_CASE("sweep report: the breakdown chart's bars in ms, labelled by the swept values") {
@@ -116,8 +116,8 @@ TEST_CASE("sweep report: the breakdown chart's bars in ms, labelled by the swept
       sweep_breakdown_chart({point(0, 1, "ring", 100.0), point(1, 2, "tree", 200.0)}, "b.dat");
   // label, compute, exposed comm, all comm (ms)
   CHECK(c.data == "\"1/ring\" 1000 250 500\n\"2/tree\" 1000 250 500\n");
-  CHECK(contains(c.script, "set terminal svg size 700,560 "));  // at least 700 wide
-  CHECK(contains(c.script, "plot 'b.dat' using 2:xtic(1) lc rgb '#4c78a8' title 'compute', "
+  CHECK(has_text(c.script, "set terminal svg size 700,560 "));  // at least 700 wide
+  CHECK(has_text(c.script, "plot 'b.dat' using 2:xtic(1) lc rgb '#4c78a8' title 'compute', "
                            "'b.dat' using 3 "));
 }
 
@@ -127,8 +127,8 @@ TEST_CASE("sweep report: the cost chart holds the points that carry a cost, in t
   a.metrics["cost_currency"] = "EUR";
   const GnuplotChart c = sweep_cost_chart({a, b}, "c.dat");
   CHECK(c.data == "\"1/ring\" 0.5\n");
-  CHECK(contains(c.script, "set ylabel 'cost per sample (EUR)'\n"));
-  CHECK(contains(c.script, "plot 'c.dat' using 2:xtic(1) lc rgb '#54a24b'\n"));
+  CHECK(has_text(c.script, "set ylabel 'cost per sample (EUR)'\n"));
+  CHECK(has_text(c.script, "plot 'c.dat' using 2:xtic(1) lc rgb '#54a24b'\n"));
 }
 
 TEST_CASE("sweep report: the page holds the charts, every point and the failures, escaped") {
@@ -141,26 +141,26 @@ TEST_CASE("sweep report: the page holds the charts, every point and the failures
   SweepReportCharts charts{"<svg id=\"scaling\"/>", no_chart_html("no gnuplot & no charts"), ""};
   const std::string h = sweep_report_html(r, charts);
   CHECK(h.rfind("<!DOCTYPE html>\n", 0) == 0);
-  CHECK(contains(h, "<title>gradsync report: scaling &lt;lab&gt;</title>"));
-  CHECK(contains(h, "<p class=\"note\">3 points from <code>out/lab</code> (sweep "
+  CHECK(has_text(h, "<title>gradsync report: scaling &lt;lab&gt;</title>"));
+  CHECK(has_text(h, "<p class=\"note\">3 points from <code>out/lab</code> (sweep "
                     "<code>sweeps/lab.yaml</code>); 1 failed (in the table, not in the "
                     "charts).</p>"));
-  CHECK(contains(h, "<div class=\"chart\"><svg id=\"scaling\"/></div>"));
-  CHECK(contains(h, "<div class=\"chart\"><p class=\"note\">(no chart: no gnuplot &amp; no "
+  CHECK(has_text(h, "<div class=\"chart\"><svg id=\"scaling\"/></div>"));
+  CHECK(has_text(h, "<div class=\"chart\"><p class=\"note\">(no chart: no gnuplot &amp; no "
                     "charts)</p></div>"));
-  CHECK(contains(h, "<th>#</th><th>topology_overrides.nodes</th><th>sync.algorithm</th>"
+  CHECK(has_text(h, "<th>#</th><th>topology_overrides.nodes</th><th>sync.algorithm</th>"
                     "<th>topology</th><th>GPUs</th>"));
-  CHECK_FALSE(contains(h, "<th>cost/sample</th>"));
+  CHECK_FALSE(has_text(h, "<th>cost/sample</th>"));
   // A point's row: its values, numbers with data-v for sorting, then ok.
-  CHECK(contains(h, "<tr><td class=\"n\">2</td><td>2</td><td>ring</td><td>lab</td>"
+  CHECK(has_text(h, "<tr><td class=\"n\">2</td><td>2</td><td>ring</td><td>lab</td>"
                     "<td class=\"n\" data-v=\"16\">16</td><td class=\"n\" data-v=\"2\">2</td>"
                     "<td class=\"n\" data-v=\"1.25\">1.25</td>"));
-  CHECK(contains(h, "<td class=\"n\" data-v=\"180\">180</td>"));
-  CHECK(contains(h, "<td>compute-bound</td><td>ok</td></tr>"));
-  CHECK(contains(h, "<tr class=\"fail\"><td class=\"n\">1</td><td>4</td><td>rng</td>"));
-  CHECK(contains(h, "<td>failed: 'rng' is not &lt;one of&gt; ring</td></tr>"));
-  CHECK(contains(h, "Not shown: these results carry no cost"));
-  CHECK(contains(h, "table.sortable th"));  // the sorting script
+  CHECK(has_text(h, "<td class=\"n\" data-v=\"180\">180</td>"));
+  CHECK(has_text(h, "<td>compute-bound</td><td>ok</td></tr>"));
+  CHECK(has_text(h, "<tr class=\"fail\"><td class=\"n\">1</td><td>4</td><td>rng</td>"));
+  CHECK(has_text(h, "<td>failed: 'rng' is not &lt;one of&gt; ring</td></tr>"));
+  CHECK(has_text(h, "Not shown: these results carry no cost"));
+  CHECK(has_text(h, "table.sortable th"));  // the sorting script
   REQUIRE(h.size() >= 15);
   CHECK(h.substr(h.size() - 15) == "</body></html>\n");
 }
@@ -174,10 +174,10 @@ TEST_CASE("sweep report: with costs, a cost column and the cost chart") {
   a.metrics["cost_per_hour"] = 36.0;
   r.points = {a, point(1, 2, "ring", 180.0)};
   const std::string h = sweep_report_html(r, {"", "", "<svg id=\"cost\"/>"});
-  CHECK_FALSE(contains(h, "(sweep <code>"));  // no sweep file known
-  CHECK_FALSE(contains(h, "failed"));
-  CHECK(contains(h, "<th>cost/sample</th><th>status</th>"));
-  CHECK(contains(h, "<td class=\"n\" data-v=\"0.0001\">0.0001</td><td>ok</td>"));
-  CHECK(contains(h, "<td></td><td>ok</td>"));  // the point without a cost
-  CHECK(contains(h, "<h2>Cost per sample</h2>\n<div class=\"chart\"><svg id=\"cost\"/></div>"));
+  CHECK_FALSE(has_text(h, "(sweep <code>"));  // no sweep file known
+  CHECK_FALSE(has_text(h, "failed"));
+  CHECK(has_text(h, "<th>cost/sample</th><th>status</th>"));
+  CHECK(has_text(h, "<td class=\"n\" data-v=\"0.0001\">0.0001</td><td>ok</td>"));
+  CHECK(has_text(h, "<td></td><td>ok</td>"));  // the point without a cost
+  CHECK(has_text(h, "<h2>Cost per sample</h2>\n<div class=\"chart\"><svg id=\"cost\"/></div>"));
 }

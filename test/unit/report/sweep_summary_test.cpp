@@ -36,7 +36,7 @@ SweepSummary::Gate gate() {
   return g;
 }
 
-bool contains(const std::string& text, const std::string& part) {
+bool includes(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -78,12 +78,12 @@ TEST_CASE("sweep summary text: the sweep's line, failures, regressions and the g
   const std::string text = sweep_summary_text(s);
   CHECK(text.rfind("lab: 30 points (25 run now, 5 from before), 1 failed, 12.3 s → "
                    "out/lab/results.csv\n", 0) == 0);
-  CHECK(contains(text, "failed: p00007-aa {\"sync.algorithm\":\"rng\"}: bad value …\n"));
-  CHECK(contains(text, "regression: p00003-bb (nodes=2): step_time_s 1 → 1.25 s (+25.0 %, "
+  CHECK(includes(text, "failed: p00007-aa {\"sync.algorithm\":\"rng\"}: bad value …\n"));
+  CHECK(includes(text, "regression: p00003-bb (nodes=2): step_time_s 1 → 1.25 s (+25.0 %, "
                        "limit 5.0 %; baseline old.csv:5)\n"));
-  CHECK(contains(text, "regression: p00007-aa (sync.algorithm=rng): now fails (old.csv:9: ran "
+  CHECK(includes(text, "regression: p00007-aa (sync.algorithm=rng): now fails (old.csv:9: ran "
                        "in 0.5 s): bad\n"));
-  CHECK(contains(text, "baseline old.csv: 28 points compared, 2 regressed beyond 5.0 %, 2 points "
+  CHECK(includes(text, "baseline old.csv: 28 points compared, 2 regressed beyond 5.0 %, 2 points "
                        "not in the baseline\n"));
 }
 
@@ -92,12 +92,12 @@ TEST_CASE("sweep summary text: at most 20 failures listed, no gate line without 
   s.ran = s.points;
   s.failed.resize(23, s.failed[0]);
   const std::string text = sweep_summary_text(s);
-  CHECK(contains(text, "(30 run now), 23 failed"));
+  CHECK(includes(text, "(30 run now), 23 failed"));
   std::size_t listed = 0;
   for (std::size_t at = text.find("\nfailed: "); at != std::string::npos;
        at = text.find("\nfailed: ", at + 1))
     ++listed;
   CHECK(listed == 20);
-  CHECK(contains(text, "… and 3 more failed points\n"));
-  CHECK_FALSE(contains(text, "baseline"));
+  CHECK(includes(text, "… and 3 more failed points\n"));
+  CHECK_FALSE(includes(text, "baseline"));
 }

@@ -30,7 +30,7 @@ ModelSpec blocks(std::size_t count, double params, Seconds fwd = 1_ms, Seconds b
   return m;
 }
 
-ComputeSpec compute_of(const ModelSpec& m, Seconds optimizer = 0_ms) {
+ComputeSpec parallel_compute_of(const ModelSpec& m, Seconds optimizer = 0_ms) {
   ComputeSpec c;
   for (const auto& l : m.layers) {
     c.forward += l.forward;
@@ -157,7 +157,7 @@ TEST_CASE("memory: activations per Korthikanti et al., 1F1B holds p micro-batche
 
 TEST_CASE("bytes: ZeRO-3 moves 1.5x DDP's bytes per step, ZeRO-1/2 the same as DDP") {
   const ModelSpec m = blocks(16, 4e6);
-  const ComputeSpec c = compute_of(m);
+  const ComputeSpec c = parallel_compute_of(m);
   const SyncSpec sync;
   const auto dp_bytes = [&](DataParallelism d) {
     ParallelSpec spec;
@@ -175,7 +175,7 @@ TEST_CASE("bytes: ZeRO-3 moves 1.5x DDP's bytes per step, ZeRO-1/2 the same as D
 
 TEST_CASE("bytes: accumulation - ZeRO-2 and FSDP sync every micro-batch, ZeRO-1 once") {
   const ModelSpec m = blocks(8, 1e6);
-  const ComputeSpec c = compute_of(m);
+  const ComputeSpec c = parallel_compute_of(m);
   const SyncSpec sync;
   const auto rs = [&](DataParallelism d, bool every) {
     ParallelSpec spec;
@@ -194,7 +194,7 @@ TEST_CASE("bytes: accumulation - ZeRO-2 and FSDP sync every micro-batch, ZeRO-1 
 
 TEST_CASE("bytes: HSDP all-reduces S / shard_group across replicas; TP 8 divides DP bytes by 8") {
   const ModelSpec m = blocks(8, 1e6);
-  const ComputeSpec c = compute_of(m);
+  const ComputeSpec c = parallel_compute_of(m);
   const SyncSpec sync;
   const double s = 8 * 1e6 * 2;
   ParallelSpec h;
@@ -231,7 +231,7 @@ TEST_CASE("pipeline: with free communication the 1F1B bubble is (p-1)/(m+p-1) of
   ModelSpec tm = m;
   tm.hidden = 64;
   tm.seq_len = 64;
-  const ComputeSpec c = compute_of(tm);
+  const ComputeSpec c = parallel_compute_of(tm);
   const SyncSpec sync;
   for (PipelineSchedule sched : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe})
     for (std::uint32_t micro : {1u, 4u, 8u}) {
@@ -262,7 +262,7 @@ TEST_CASE("pipeline: with free communication the 1F1B bubble is (p-1)/(m+p-1) of
 
 TEST_CASE("plain DDP through the parallel composer equals compose_step") {
   const ModelSpec m = blocks(40, 3e6, 1_ms, 2_ms);
-  const ComputeSpec c = compute_of(m, 5_ms);
+  const ComputeSpec c = parallel_compute_of(m, 5_ms);
   for (Overlap overlap : {Overlap::Bucketed, Overlap::None})
     for (std::uint32_t acc : {1u, 3u}) {
       SyncSpec sync;
@@ -289,7 +289,7 @@ TEST_CASE("plain DDP through the parallel composer equals compose_step") {
 
 TEST_CASE("fsdp: prefetch hides all-gathers; without it every unit waits for its own") {
   const ModelSpec m = blocks(16, 2e6, 1_ms, 2_ms);
-  const ComputeSpec c = compute_of(m);
+  const ComputeSpec c = parallel_compute_of(m);
   const SyncSpec sync;
   ParallelSpec spec;
   spec.data = DataParallelism::Fsdp;
@@ -309,7 +309,7 @@ TEST_CASE("contention: collectives that overlap share links at the rates simulat
   ModelSpec m = blocks(8, 1e6);
   m.hidden = 1024;
   m.seq_len = 1024;
-  const ComputeSpec c = compute_of(m);
+  const ComputeSpec c = parallel_compute_of(m);
   SyncSpec sync;
   sync.bucket = Bytes(1.0);  // a bucket per layer: DP starts after the first backward layer
   sync.first_bucket = Bytes(1.0);

@@ -59,7 +59,7 @@ NetworkSpec network(NetworkShape shape, Fabric fabric = Fabric::InfiniBand) {
   return net;
 }
 
-ClusterSpec cluster(int nodes, NodeSpec node, std::optional<NetworkSpec> net = std::nullopt) {
+ClusterSpec cluster_spec(int nodes, NodeSpec node, std::optional<NetworkSpec> net = std::nullopt) {
   ClusterSpec spec;
   spec.name = "test-cluster";
   spec.nodes = nodes;
@@ -127,7 +127,7 @@ double gbps(BytesPerSecond r) { return r.gigabytes_per_second(); }
 // ---------------------------------------------------------------------------------------
 
 TEST_CASE("NVSwitch server: 8 GPUs + 1 NVSwitch, 8 NVLink links of 450 GB/s") {
-  const Topology t = expand_cluster(cluster(1, nvswitch_node(8, 0)));
+  const Topology t = expand_cluster(cluster_spec(1, nvswitch_node(8, 0)));
   CHECK(t.name() == "test-cluster");
   CHECK(t.devices().size() == 9);
   CHECK(count_kind(t, DeviceKind::Gpu) == 8);
@@ -156,7 +156,7 @@ TEST_CASE("NVLink mesh: G(G-1)/2 direct links of bandwidth/(G-1) each") {
     CAPTURE(g);
     NodeSpec node = nvswitch_node(g, 0);
     node.intra_shape = IntraShape::Mesh;
-    const Topology t = expand_cluster(cluster(1, node));
+    const Topology t = expand_cluster(cluster_spec(1, node));
     CHECK(count_kind(t, DeviceKind::NvSwitch) == 0);
     CHECK(t.devices().size() == static_cast<std::size_t>(g));
     const auto nvlinks = links_of(t, Fabric::NvLink);
@@ -173,7 +173,7 @@ TEST_CASE("NVLink mesh: G(G-1)/2 direct links of bandwidth/(G-1) each") {
   // One GPU: nothing to link.
   NodeSpec one = nvswitch_node(1, 0);
   one.intra_shape = IntraShape::Mesh;
-  const Topology t1 = expand_cluster(cluster(1, one));
+  const Topology t1 = expand_cluster(cluster_spec(1, one));
   CHECK(t1.links().empty());
   CHECK(t1.gpu_count() == 1);
 }
@@ -197,7 +197,7 @@ NodeSpec pcie_two_sockets(IntraShape shape, bool p2p = true) {
 
 TEST_CASE("PCIe server, switch per socket, 2 sockets: GPUs split, socket link between CPUs") {
   const NodeSpec node = pcie_two_sockets(IntraShape::Switch);
-  const Topology t = expand_cluster(cluster(1, node));
+  const Topology t = expand_cluster(cluster_spec(1, node));
   CHECK(count_kind(t, DeviceKind::Gpu) == 8);
   CHECK(count_kind(t, DeviceKind::Cpu) == 2);
   CHECK(count_kind(t, DeviceKind::PcieSwitch) == 2);
@@ -224,7 +224,7 @@ TEST_CASE("PCIe server, switch per socket, 2 sockets: GPUs split, socket link be
 
 TEST_CASE("PCIe server without P2P: GPUs under one switch meet at the CPU, across sockets as before") {
   const NodeSpec node = pcie_two_sockets(IntraShape::Switch, /*p2p=*/false);
-  const Topology t = expand_cluster(cluster(1, node));
+  const Topology t = expand_cluster(cluster_spec(1, node));
   for (const Device& d : t.devices())
     if (d.kind == DeviceKind::PcieSwitch) CHECK_FALSE(d.p2p);
   const Router router(t);
@@ -240,7 +240,7 @@ TEST_CASE("PCIe server on the root complex without P2P: every GPU byte is staged
   node.nics = 2;
   node.nic_bandwidth = 200_Gbps;
   node.pcie = group(Fabric::Pcie, 16_GBps);
-  const Topology t = expand_cluster(cluster(1, node));
+  const Topology t = expand_cluster(cluster_spec(1, node));
   // Per socket a port group that forwards nothing between its GPUs, joined to the CPU by the
   // DRAM: half its rate each way (written by the sender one way, read by the receiver back).
   CHECK(count_kind(t, DeviceKind::PcieSwitch) == 2);
@@ -269,7 +269,7 @@ TEST_CASE("PCIe server on the root complex: GPUs on the CPUs, no PCIe switch") {
   node.nics = 2;
   node.nic_bandwidth = 200_Gbps;
   node.pcie = group(Fabric::Pcie, 16_GBps);
-  const Topology t = expand_cluster(cluster(1, node));
+  const Topology t = expand_cluster(cluster_spec(1, node));
   CHECK(count_kind(t, DeviceKind::PcieSwitch) == 0);
   CHECK(count_kind(t, DeviceKind::Cpu) == 2);
   CHECK(count_kind(t, DeviceKind::Nic) == 2);
@@ -287,13 +287,13 @@ TEST_CASE("PCIe server on the root complex: GPUs on the CPUs, no PCIe switch") {
   // One socket: no socket link at all.
   node.sockets = 1;
   node.socket_link.reset();
-  const Topology one = expand_cluster(cluster(1, node));
+  const Topology one = expand_cluster(cluster_spec(1, node));
   CHECK(links_of(one, Fabric::Socket).empty());
   CHECK(count_kind(one, DeviceKind::Cpu) == 1);
 }
 
 TEST_CASE("NICs == GPUs: each GPU has its own NIC on a direct PCIe link") {
-  const Topology t = expand_cluster(cluster(1, nvswitch_node(8, 8)));
+  const Topology t = expand_cluster(cluster_spec(1, nvswitch_node(8, 8)));
   CHECK(count_kind(t, DeviceKind::Nic) == 8);
   CHECK(count_kind(t, DeviceKind::PcieSwitch) == 0);
   const auto pcie = links_of(t, Fabric::Pcie);
@@ -310,7 +310,7 @@ TEST_CASE("NICs == GPUs: each GPU has its own NIC on a direct PCIe link") {
 }
 
 TEST_CASE("NICs < GPUs: GPUs and NICs share PCIe switches (8 GPUs, 2 NICs -> 2 switches)") {
-  const Topology t = expand_cluster(cluster(1, nvswitch_node(8, 2)));
+  const Topology t = expand_cluster(cluster_spec(1, nvswitch_node(8, 2)));
   CHECK(count_kind(t, DeviceKind::Nic) == 2);
   CHECK(count_kind(t, DeviceKind::PcieSwitch) == 2);
   CHECK(links_of(t, Fabric::Pcie).size() == 8 + 2);
@@ -327,7 +327,7 @@ TEST_CASE("NICs < GPUs: GPUs and NICs share PCIe switches (8 GPUs, 2 NICs -> 2 s
         "n0.gpu5 n0.pcie1 n0.nic1");
 
   // 8 GPUs, 4 NICs: 4 switches, 2 GPUs and 1 NIC each.
-  const Topology four = expand_cluster(cluster(1, nvswitch_node(8, 4)));
+  const Topology four = expand_cluster(cluster_spec(1, nvswitch_node(8, 4)));
   CHECK(count_kind(four, DeviceKind::PcieSwitch) == 4);
   CHECK(neighbours(four, "n0.pcie3", Fabric::Pcie) ==
         std::set<std::string>{"n0.gpu6", "n0.gpu7", "n0.nic3"});
@@ -339,7 +339,7 @@ TEST_CASE("NICs < GPUs: GPUs and NICs share PCIe switches (8 GPUs, 2 NICs -> 2 s
 
 TEST_CASE("single switch: one switch, nodes x NICs network links at the NIC rate") {
   const Topology t =
-      expand_cluster(cluster(4, nvswitch_node(8, 8), network(NetworkShape::SingleSwitch)));
+      expand_cluster(cluster_spec(4, nvswitch_node(8, 8), network(NetworkShape::SingleSwitch)));
   CHECK(t.gpu_count() == 32);
   CHECK(t.node_count() == 4);
   CHECK(count_kind(t, DeviceKind::Switch) == 1);
@@ -368,7 +368,7 @@ TEST_CASE("direct: two servers cabled back to back, NIC k to NIC k, no switch") 
   NodeSpec pcie = nvswitch_node(4, 2);
   pcie.intra = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(32e9), 500_ns, 1.0, {}};
   pcie.intra_shape = IntraShape::RootComplex;
-  const Topology t = expand_cluster(cluster(2, pcie, network(NetworkShape::Direct)));
+  const Topology t = expand_cluster(cluster_spec(2, pcie, network(NetworkShape::Direct)));
   CHECK(count_kind(t, DeviceKind::Switch) == 0);
   const auto ib = links_of(t, Fabric::InfiniBand);
   REQUIRE(ib.size() == 2);
@@ -381,16 +381,16 @@ TEST_CASE("direct: two servers cabled back to back, NIC k to NIC k, no switch") 
   CHECK((r == "n0.gpu2 n0.cpu0 n0.nic0 n1.nic0 n1.cpu0 n1.gpu3" ||
          r == "n0.gpu2 n0.cpu0 n0.nic1 n1.nic1 n1.cpu0 n1.gpu3"));
   CHECK_THROWS_WITH_AS(
-      validate_cluster(cluster(2, nvswitch_node(8, 8), network(NetworkShape::Direct))),
+      validate_cluster(cluster_spec(2, nvswitch_node(8, 8), network(NetworkShape::Direct))),
       doctest::Contains("node.nics: 1 on NVLink servers"), ConfigError);
   // One server (advise's reference) has nothing to cable; SHARP has no switch to reduce in.
-  CHECK(expand_cluster(cluster(1, pcie, network(NetworkShape::Direct))).gpu_count() == 4);
+  CHECK(expand_cluster(cluster_spec(1, pcie, network(NetworkShape::Direct))).gpu_count() == 4);
   NetworkSpec sharp = network(NetworkShape::Direct);
   sharp.sharp = true;
-  CHECK_THROWS_WITH_AS(validate_cluster(cluster(2, pcie, sharp)),
+  CHECK_THROWS_WITH_AS(validate_cluster(cluster_spec(2, pcie, sharp)),
                        doctest::Contains("shape: direct has none"), ConfigError);
   CHECK_THROWS_WITH_AS(
-      validate_cluster(cluster(3, nvswitch_node(8, 8), network(NetworkShape::Direct))),
+      validate_cluster(cluster_spec(3, nvswitch_node(8, 8), network(NetworkShape::Direct))),
       doctest::Contains("shape: direct cables two servers back to back, and nodes is 3"),
       ConfigError);
 }
@@ -399,7 +399,7 @@ TEST_CASE("leaf-spine 16 nodes x 8 NICs, 4 per leaf, 2:1 -> 4 leaves, 16 spines"
   NetworkSpec net = network(NetworkShape::LeafSpine);
   net.hosts_per_leaf = 4;
   net.oversubscription = 2.0;
-  const Topology t = expand_cluster(cluster(16, nvswitch_node(8, 8), net));
+  const Topology t = expand_cluster(cluster_spec(16, nvswitch_node(8, 8), net));
   CHECK(count_named(t, "leaf") == 4);
   CHECK(count_named(t, "spine") == 16);  // 32 ports per leaf / 2 = 16 uplinks
   CHECK(count_kind(t, DeviceKind::Switch) == 20);
@@ -446,7 +446,7 @@ TEST_CASE("leaf-spine sizing: uplink = downlink / oversubscription for any ratio
   net.hosts_per_leaf = 4;
   net.oversubscription = 3.0;
   {
-    const Topology t = expand_cluster(cluster(8, nvswitch_node(8, 8), net));
+    const Topology t = expand_cluster(cluster_spec(8, nvswitch_node(8, 8), net));
     CHECK(count_named(t, "spine") == 11);
     double up = 0.0;
     const DeviceId leaf = id_of(t, "leaf1");
@@ -459,7 +459,7 @@ TEST_CASE("leaf-spine sizing: uplink = downlink / oversubscription for any ratio
   net.oversubscription = 1.0;
   net.spines = 4;
   {
-    const Topology t = expand_cluster(cluster(8, nvswitch_node(8, 8), net));
+    const Topology t = expand_cluster(cluster_spec(8, nvswitch_node(8, 8), net));
     CHECK(count_named(t, "spine") == 4);
     CHECK(links_between(t, "leaf0", "spine3") == 1);
     CHECK(gbps(t.link(t.links_of(id_of(t, "spine0"))[0]).bandwidth) == doctest::Approx(400.0));
@@ -468,7 +468,7 @@ TEST_CASE("leaf-spine sizing: uplink = downlink / oversubscription for any ratio
   net.spines = 0;
   net.hosts_per_leaf = 2;
   {
-    const Topology t = expand_cluster(cluster(5, nvswitch_node(8, 8), net));
+    const Topology t = expand_cluster(cluster_spec(5, nvswitch_node(8, 8), net));
     CHECK(count_named(t, "leaf") == 3);
     CHECK(neighbours(t, "n4.nic0", Fabric::InfiniBand) == std::set<std::string>{"leaf2"});
     CHECK(neighbours(t, "leaf2", Fabric::InfiniBand).size() == 8 + 16);  // 8 NICs, 16 spines
@@ -476,7 +476,7 @@ TEST_CASE("leaf-spine sizing: uplink = downlink / oversubscription for any ratio
   // All servers fit on one leaf: no spines at all.
   net.hosts_per_leaf = 4;
   {
-    const Topology t = expand_cluster(cluster(2, nvswitch_node(8, 8), net));
+    const Topology t = expand_cluster(cluster_spec(2, nvswitch_node(8, 8), net));
     CHECK(count_named(t, "leaf") == 1);
     CHECK(count_named(t, "spine") == 0);
     CHECK(links_of(t, Fabric::InfiniBand).size() == 16);
@@ -485,7 +485,7 @@ TEST_CASE("leaf-spine sizing: uplink = downlink / oversubscription for any ratio
 
 TEST_CASE("rail-optimized 4 nodes x 8 NICs: 8 rails of 4 NICs, joined by spines") {
   const Topology t =
-      expand_cluster(cluster(4, nvswitch_node(8, 8), network(NetworkShape::RailOptimized)));
+      expand_cluster(cluster_spec(4, nvswitch_node(8, 8), network(NetworkShape::RailOptimized)));
   for (int r = 0; r < 8; ++r) {
     const std::string rail = "rail" + std::to_string(r);
     std::set<std::string> nics;
@@ -531,7 +531,7 @@ TEST_CASE("rail-optimized 4 nodes x 8 NICs: 8 rails of 4 NICs, joined by spines"
 TEST_CASE("rail-optimized with hosts_per_leaf: rails split into groups rail{r}.{g}") {
   NetworkSpec net = network(NetworkShape::RailOptimized);
   net.hosts_per_leaf = 2;
-  const Topology t = expand_cluster(cluster(4, nvswitch_node(8, 8), net));
+  const Topology t = expand_cluster(cluster_spec(4, nvswitch_node(8, 8), net));
   CHECK(count_named(t, "rail") == 16);
   CHECK(neighbours(t, "n0.nic3", Fabric::InfiniBand) == std::set<std::string>{"rail3.0"});
   CHECK(neighbours(t, "n1.nic3", Fabric::InfiniBand) == std::set<std::string>{"rail3.0"});
@@ -545,7 +545,7 @@ TEST_CASE("rail-optimized with hosts_per_leaf: rails split into groups rail{r}.{
 TEST_CASE("fat tree, radix chosen automatically: smallest even k with k^3/4 >= NICs") {
   // 32 NICs: k = 4 gives 16 host ports, k = 6 gives 54 -> k = 6.
   const Topology t =
-      expand_cluster(cluster(4, nvswitch_node(8, 8), network(NetworkShape::FatTree)));
+      expand_cluster(cluster_spec(4, nvswitch_node(8, 8), network(NetworkShape::FatTree)));
   CHECK(count_named(t, "core") == 9);          // (k/2)^2
   CHECK(count_named(t, "edge") == 11);         // ceil(32 / 3) edges in use
   CHECK(count_named(t, "agg") == 4 * 3);       // ceil(11 / 3) = 4 pods of k/2 aggs
@@ -559,7 +559,7 @@ TEST_CASE("fat tree, radix chosen automatically: smallest even k with k^3/4 >= N
   // Boundaries: 16 NICs fit k = 4 exactly, 17 need k = 6; 54 fit k = 6, 55 need k = 8.
   auto cores_for = [](int nodes) {
     const Topology ft =
-        expand_cluster(cluster(nodes, nvswitch_node(1, 1), network(NetworkShape::FatTree)));
+        expand_cluster(cluster_spec(nodes, nvswitch_node(1, 1), network(NetworkShape::FatTree)));
     return count_named(ft, "core");
   };
   CHECK(cores_for(16) == 4);
@@ -572,7 +572,7 @@ TEST_CASE("fat tree with explicit radix and the k=4 path counts") {
   NetworkSpec net = network(NetworkShape::FatTree);
   net.radix = 8;  // 128 host ports, 32 used: 8 edges, 2 pods
   {
-    const Topology t = expand_cluster(cluster(4, nvswitch_node(8, 8), net));
+    const Topology t = expand_cluster(cluster_spec(4, nvswitch_node(8, 8), net));
     CHECK(count_named(t, "core") == 16);
     CHECK(count_named(t, "edge") == 8);
     CHECK(count_named(t, "agg") == 8);
@@ -587,7 +587,7 @@ TEST_CASE("fat tree with explicit radix and the k=4 path counts") {
   // k = 4, 16 single-GPU servers: a full fat tree.
   net.radix = 4;
   net.oversubscription = 2.0;
-  const Topology t = expand_cluster(cluster(16, nvswitch_node(1, 1), net));
+  const Topology t = expand_cluster(cluster_spec(16, nvswitch_node(1, 1), net));
   CHECK(count_named(t, "core") == 4);
   CHECK(count_named(t, "agg") == 8);
   CHECK(count_named(t, "edge") == 8);
@@ -611,7 +611,7 @@ TEST_CASE("fat tree with explicit radix and the k=4 path counts") {
 
 TEST_CASE("link efficiency: the fabric's default unless the group gives one") {
   NetworkSpec net = network(NetworkShape::SingleSwitch);
-  ClusterSpec spec = cluster(2, nvswitch_node(8, 8), net);
+  ClusterSpec spec = cluster_spec(2, nvswitch_node(8, 8), net);
   {
     const Topology t = expand_cluster(spec);
     for (const Link& l : t.links()) {
@@ -681,7 +681,7 @@ void check_rejected(const ClusterSpec& spec, int line, const std::string& needle
 ClusterSpec leaf_spine_cluster(int nodes) {
   NetworkSpec net = network(NetworkShape::LeafSpine);
   net.hosts_per_leaf = 4;
-  return cluster(nodes, nvswitch_node(8, 8), net);
+  return cluster_spec(nodes, nvswitch_node(8, 8), net);
 }
 
 }  // namespace
@@ -719,39 +719,39 @@ TEST_CASE("validate_cluster rejects impossible clusters with ConfigError at the 
 }
 
 TEST_CASE("validate_cluster rejects inconsistent servers") {
-  ClusterSpec spec = cluster(1, nvswitch_node(8, 0));
+  ClusterSpec spec = cluster_spec(1, nvswitch_node(8, 0));
   spec.node.gpus = 0;
   check_rejected(spec, 3, "node.gpus");
 
-  spec = cluster(1, nvswitch_node(8, 0));
+  spec = cluster_spec(1, nvswitch_node(8, 0));
   spec.node.intra.bandwidth = BytesPerSecond(0.0);
   check_rejected(spec, 4, "node.intra.bandwidth");
 
-  spec = cluster(1, nvswitch_node(8, 0));
+  spec = cluster_spec(1, nvswitch_node(8, 0));
   spec.node.intra.efficiency = 1.2;
   check_rejected(spec, 4, "node.intra.efficiency");
 
-  spec = cluster(1, nvswitch_node(8, 0));
+  spec = cluster_spec(1, nvswitch_node(8, 0));
   spec.node.intra.fabric = Fabric::InfiniBand;
   check_rejected(spec, 4, "nvlink or pcie");
 
-  spec = cluster(1, nvswitch_node(8, 0));
+  spec = cluster_spec(1, nvswitch_node(8, 0));
   spec.node.intra.fabric = Fabric::Pcie;
   spec.node.intra_shape = IntraShape::Mesh;
   check_rejected(spec, 4, "mesh");
 
-  spec = cluster(1, nvswitch_node(8, 0));
+  spec = cluster_spec(1, nvswitch_node(8, 0));
   spec.node.intra.fabric = Fabric::Pcie;
   spec.node.sockets = 2;  // no socket_link
   check_rejected(spec, 3, "socket_link");
 
-  spec = cluster(1, nvswitch_node(8, 8));
+  spec = cluster_spec(1, nvswitch_node(8, 8));
   spec.node.pcie.reset();
   check_rejected(spec, 3, "node.pcie");
 
-  spec = cluster(2, nvswitch_node(8, 0), network(NetworkShape::SingleSwitch));
+  spec = cluster_spec(2, nvswitch_node(8, 0), network(NetworkShape::SingleSwitch));
   check_rejected(spec, 3, "nics");
 
-  spec = cluster(2, nvswitch_node(8, 8), network(NetworkShape::SingleSwitch, Fabric::NvLink));
+  spec = cluster_spec(2, nvswitch_node(8, 8), network(NetworkShape::SingleSwitch, Fabric::NvLink));
   check_rejected(spec, 9, "infiniband, roce, ethernet or efa");
 }

@@ -126,7 +126,7 @@ ClusterSpec dgx_no_p2p(int nodes, NetworkShape shape) {
   return spec;
 }
 
-void connect(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate, Fabric fabric) {
+void attach(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate, Fabric fabric) {
   Link link;
   link.a = a;
   link.b = b;
@@ -149,7 +149,7 @@ Topology random_servers(unsigned seed) {
   std::vector<DeviceId> sw;
   for (std::size_t i = 0; i < switches; ++i) {
     sw.push_back(add(t, "sw" + std::to_string(i), DeviceKind::Switch));
-    if (i > 0 && pick(4) != 0) connect(t, sw[i], sw[pick(i)], 100_GBps, Fabric::InfiniBand);
+    if (i > 0 && pick(4) != 0) attach(t, sw[i], sw[pick(i)], 100_GBps, Fabric::InfiniBand);
   }
   const std::size_t servers = 2 + pick(5);
   for (std::size_t s = 0; s < servers; ++s) {
@@ -160,20 +160,20 @@ Topology random_servers(unsigned seed) {
       for (std::size_t g = 0, gpus = 2 + pick(3); g < gpus; ++g) {
         const DeviceId gpu = add(t, p + "gpu" + std::to_string(g), DeviceKind::Gpu, node);
         const DeviceId nic = add(t, p + "nic" + std::to_string(g), DeviceKind::Nic, node);
-        connect(t, gpu, nv, 450_GBps, Fabric::NvLink);
-        connect(t, gpu, nic, 64_GBps, Fabric::Pcie);
-        connect(t, nic, sw[pick(switches)], 50_GBps, Fabric::InfiniBand);
+        attach(t, gpu, nv, 450_GBps, Fabric::NvLink);
+        attach(t, gpu, nic, 64_GBps, Fabric::Pcie);
+        attach(t, nic, sw[pick(switches)], 50_GBps, Fabric::InfiniBand);
       }
       continue;
     }
     const DeviceId cpu = add(t, p + "cpu", DeviceKind::Cpu, node);
     for (std::size_t g = 0, gpus = 1 + pick(3); g < gpus; ++g)
-      connect(t, add(t, p + "gpu" + std::to_string(g), DeviceKind::Gpu, node), cpu, 32_GBps,
+      attach(t, add(t, p + "gpu" + std::to_string(g), DeviceKind::Gpu, node), cpu, 32_GBps,
               Fabric::Pcie);
     for (std::size_t k = 0, nics = 1 + pick(3); k < nics; ++k) {
       const DeviceId nic = add(t, p + "nic" + std::to_string(k), DeviceKind::Nic, node);
-      connect(t, nic, cpu, 32_GBps, Fabric::Pcie);
-      connect(t, nic, sw[pick(switches)], pick(2) == 0 ? 50_GBps : 25_GBps, Fabric::InfiniBand);
+      attach(t, nic, cpu, 32_GBps, Fabric::Pcie);
+      attach(t, nic, sw[pick(switches)], pick(2) == 0 ? 50_GBps : 25_GBps, Fabric::InfiniBand);
     }
   }
   return t;
@@ -221,16 +221,16 @@ TEST_CASE("a server that is the only way between two switches still carries the 
     const std::string p = "n" + std::to_string(s) + ".";
     const DeviceId cpu = add(t, p + "cpu", DeviceKind::Cpu, s);
     const DeviceId nic = add(t, p + "nic", DeviceKind::Nic, s);
-    connect(t, add(t, p + "gpu", DeviceKind::Gpu, s), cpu, 32_GBps, Fabric::Pcie);
-    connect(t, nic, cpu, 32_GBps, Fabric::Pcie);
-    connect(t, nic, sws[s], 50_GBps, Fabric::InfiniBand);
+    attach(t, add(t, p + "gpu", DeviceKind::Gpu, s), cpu, 32_GBps, Fabric::Pcie);
+    attach(t, nic, cpu, 32_GBps, Fabric::Pcie);
+    attach(t, nic, sws[s], 50_GBps, Fabric::InfiniBand);
   }
   const DeviceId cpu = add(t, "n2.cpu", DeviceKind::Cpu, 2);
-  connect(t, add(t, "n2.gpu", DeviceKind::Gpu, 2), cpu, 32_GBps, Fabric::Pcie);
+  attach(t, add(t, "n2.gpu", DeviceKind::Gpu, 2), cpu, 32_GBps, Fabric::Pcie);
   for (int k = 0; k < 2; ++k) {
     const DeviceId nic = add(t, "n2.nic" + std::to_string(k), DeviceKind::Nic, 2);
-    connect(t, nic, cpu, 32_GBps, Fabric::Pcie);
-    connect(t, nic, sws[k], 50_GBps, Fabric::InfiniBand);
+    attach(t, nic, cpu, 32_GBps, Fabric::Pcie);
+    attach(t, nic, sws[k], 50_GBps, Fabric::InfiniBand);
   }
   const Router router(t);
   const Route r = router.route(*t.find_device("n0.gpu"), *t.find_device("n1.gpu"));

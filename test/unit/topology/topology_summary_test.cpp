@@ -21,7 +21,7 @@ using gradsync::test::dgx_cluster;
 
 namespace {
 
-void connect(Topology& t, DeviceId a, DeviceId b, Fabric fabric, BytesPerSecond rate,
+void wire(Topology& t, DeviceId a, DeviceId b, Fabric fabric, BytesPerSecond rate,
              Duplex duplex = Duplex::Full) {
   Link link;
   link.a = a;
@@ -33,14 +33,14 @@ void connect(Topology& t, DeviceId a, DeviceId b, Fabric fabric, BytesPerSecond 
   t.add_link(link);
 }
 
-double gbps(BytesPerSecond r) { return r.gigabytes_per_second(); }
+double gbs(BytesPerSecond r) { return r.gigabytes_per_second(); }
 
 // n GPUs (no node: each its own server) on one switch, 25 GB/s each.
-Topology star(std::size_t n, Duplex duplex = Duplex::Full) {
+Topology hub(std::size_t n, Duplex duplex = Duplex::Full) {
   Topology t("star");
   const DeviceId sw = add(t, "sw0", DeviceKind::Switch);
   for (std::size_t i = 0; i < n; ++i) {
-    connect(t, add(t, "gpu" + std::to_string(i), DeviceKind::Gpu), sw, Fabric::InfiniBand,
+    wire(t, add(t, "gpu" + std::to_string(i), DeviceKind::Gpu), sw, Fabric::InfiniBand,
             25_GBps, duplex);
   }
   return t;
@@ -61,13 +61,13 @@ Topology leaf_spine_2to1() {
     for (int g = 0; g < 2; ++g) {
       const DeviceId gpu = add(t, prefix + "gpu" + std::to_string(g), DeviceKind::Gpu, node);
       const DeviceId nic = add(t, prefix + "nic" + std::to_string(g), DeviceKind::Nic, node);
-      connect(t, gpu, nvswitch, Fabric::NvLink, 450_GBps);
-      connect(t, gpu, nic, Fabric::Pcie, 64_GBps);
-      connect(t, nic, leaves[node / 2], Fabric::InfiniBand, 50_GBps);
+      wire(t, gpu, nvswitch, Fabric::NvLink, 450_GBps);
+      wire(t, gpu, nic, Fabric::Pcie, 64_GBps);
+      wire(t, nic, leaves[node / 2], Fabric::InfiniBand, 50_GBps);
     }
   }
   for (const DeviceId leaf : leaves) {
-    for (const DeviceId spine : spines) connect(t, leaf, spine, Fabric::InfiniBand, 50_GBps);
+    for (const DeviceId spine : spines) wire(t, leaf, spine, Fabric::InfiniBand, 50_GBps);
   }
   return t;
 }
@@ -83,13 +83,13 @@ Topology two_nodes_asymmetric() {
     const DeviceId pcie = add(t, prefix + "pcie0", DeviceKind::PcieSwitch, node);
     for (int g = 0; g < 8; ++g) {
       const DeviceId gpu = add(t, prefix + "gpu" + std::to_string(g), DeviceKind::Gpu, node);
-      connect(t, gpu, nvswitch, Fabric::NvLink, 450_GBps);
-      connect(t, gpu, pcie, Fabric::Pcie, 32_GBps);
+      wire(t, gpu, nvswitch, Fabric::NvLink, 450_GBps);
+      wire(t, gpu, pcie, Fabric::Pcie, 32_GBps);
     }
     for (int k = 0; k < nics_of[node]; ++k) {
       const DeviceId nic = add(t, prefix + "nic" + std::to_string(k), DeviceKind::Nic, node);
-      connect(t, nic, pcie, Fabric::Pcie, 64_GBps);
-      connect(t, nic, sw, Fabric::InfiniBand, 400_Gbps);
+      wire(t, nic, pcie, Fabric::Pcie, 64_GBps);
+      wire(t, nic, sw, Fabric::InfiniBand, 400_Gbps);
     }
   }
   return t;
@@ -119,19 +119,19 @@ Topology random_topology(unsigned seed) {
   std::vector<DeviceId> sw;
   for (std::size_t i = 0; i < switches; ++i) {
     sw.push_back(add(t, "sw" + std::to_string(i), DeviceKind::Switch));
-    if (i > 0) connect(t, sw[i], sw[pick(i)], Fabric::Ethernet, 10_GBps);  // spanning tree
+    if (i > 0) wire(t, sw[i], sw[pick(i)], Fabric::Ethernet, 10_GBps);  // spanning tree
   }
   for (std::size_t extra = pick(switches); extra > 0; --extra) {
     const std::size_t a = pick(switches);
     const std::size_t b = pick(switches);
-    if (a != b) connect(t, sw[a], sw[b], Fabric::Ethernet, 10_GBps);
+    if (a != b) wire(t, sw[a], sw[b], Fabric::Ethernet, 10_GBps);
   }
   std::vector<DeviceId> gpu;
   for (std::size_t i = 0; i < gpus; ++i) {
     gpu.push_back(add(t, "gpu" + std::to_string(i), DeviceKind::Gpu));
-    connect(t, gpu[i], sw[pick(switches)], Fabric::Ethernet, 10_GBps);
-    if (pick(3) == 0) connect(t, gpu[i], sw[pick(switches)], Fabric::Ethernet, 10_GBps);
-    if (i > 0 && pick(3) == 0) connect(t, gpu[i], gpu[pick(i)], Fabric::NvLink, 100_GBps);
+    wire(t, gpu[i], sw[pick(switches)], Fabric::Ethernet, 10_GBps);
+    if (pick(3) == 0) wire(t, gpu[i], sw[pick(switches)], Fabric::Ethernet, 10_GBps);
+    if (i > 0 && pick(3) == 0) wire(t, gpu[i], gpu[pick(i)], Fabric::NvLink, 100_GBps);
   }
   return t;
 }
@@ -145,7 +145,7 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("summary of a star of 8 GPUs") {
-  const TopologySummary s = summarize(star(8));
+  const TopologySummary s = summarize(hub(8));
   CHECK(s.name == "star");
   CHECK(s.gpus == 8);
   CHECK(s.nodes == 8);  // GPUs without a node are servers of their own
@@ -153,23 +153,23 @@ TEST_CASE("summary of a star of 8 GPUs") {
   CHECK(s.devices.at(DeviceKind::Switch) == 1);
   CHECK(s.devices.size() == 2);
   CHECK(s.links.at(Fabric::InfiniBand).count == 8);
-  CHECK(gbps(s.links.at(Fabric::InfiniBand).total_bandwidth) == doctest::Approx(200.0));
-  CHECK(gbps(s.gpu_port_bandwidth) == doctest::Approx(25.0));
-  CHECK(gbps(s.gpu_network_bandwidth) == doctest::Approx(25.0));  // its own IB link
+  CHECK(gbs(s.links.at(Fabric::InfiniBand).total_bandwidth) == doctest::Approx(200.0));
+  CHECK(gbs(s.gpu_port_bandwidth) == doctest::Approx(25.0));
+  CHECK(gbs(s.gpu_network_bandwidth) == doctest::Approx(25.0));  // its own IB link
   // 4 GPUs send to the other 4 through the switch: 4 x 25 GB/s.
-  CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(100.0));
+  CHECK(gbs(s.bisection_bandwidth) == doctest::Approx(100.0));
   CHECK(s.oversubscription == doctest::Approx(1.0));  // no switch-to-switch links
   CHECK(s.diameter_hops == 2);
 }
 
 TEST_CASE("bisection of a star: odd sizes, one GPU, half duplex") {
-  CHECK(gbps(summarize(star(7)).bisection_bandwidth) == doctest::Approx(75.0));  // 3 | 4 ranks
-  CHECK(gbps(summarize(star(2)).bisection_bandwidth) == doctest::Approx(25.0));
-  const TopologySummary one = summarize(star(1));
+  CHECK(gbs(summarize(hub(7)).bisection_bandwidth) == doctest::Approx(75.0));  // 3 | 4 ranks
+  CHECK(gbs(summarize(hub(2)).bisection_bandwidth) == doctest::Approx(25.0));
+  const TopologySummary one = summarize(hub(1));
   CHECK(one.bisection_bandwidth.bytes_per_second() == 0.0);
   CHECK(one.diameter_hops == 0);
   // One direction of traffic: a shared half-duplex line rate gives the same max-flow.
-  CHECK(gbps(summarize(star(8, Duplex::Half)).bisection_bandwidth) == doctest::Approx(100.0));
+  CHECK(gbs(summarize(hub(8, Duplex::Half)).bisection_bandwidth) == doctest::Approx(100.0));
 }
 
 TEST_CASE("2:1 leaf-spine: oversubscription, bisection = leaf uplinks, diameter") {
@@ -180,12 +180,12 @@ TEST_CASE("2:1 leaf-spine: oversubscription, bisection = leaf uplinks, diameter"
   CHECK(s.devices.at(DeviceKind::Nic) == 8);
   CHECK(s.links.at(Fabric::InfiniBand).count == 12);
   CHECK(s.links.at(Fabric::NvLink).count == 8);
-  CHECK(gbps(s.links.at(Fabric::Pcie).total_bandwidth) == doctest::Approx(8 * 64.0));
+  CHECK(gbs(s.links.at(Fabric::Pcie).total_bandwidth) == doctest::Approx(8 * 64.0));
   CHECK(s.oversubscription == doctest::Approx(2.0));
   // Ranks 0-3 are on leaf0, ranks 4-7 on leaf1: everything crosses leaf0's 2 x 50 GB/s.
-  CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(100.0));
-  CHECK(gbps(s.gpu_port_bandwidth) == doctest::Approx(450.0 + 64.0));
-  CHECK(gbps(s.gpu_network_bandwidth) == doctest::Approx(50.0));  // 2 NICs / 2 GPUs
+  CHECK(gbs(s.bisection_bandwidth) == doctest::Approx(100.0));
+  CHECK(gbs(s.gpu_port_bandwidth) == doctest::Approx(450.0 + 64.0));
+  CHECK(gbs(s.gpu_network_bandwidth) == doctest::Approx(50.0));  // 2 NICs / 2 GPUs
   // gpu - nic - leaf0 - spine - leaf1 - nic - gpu
   CHECK(s.diameter_hops == 6);
 }
@@ -197,13 +197,13 @@ TEST_CASE("non-blocking leaf-spine reports 1:1 and bisection = half the NICs") {
   const DeviceId leaf1 = *t.find_device("leaf1");
   const DeviceId spine0 = *t.find_device("spine0");
   const DeviceId spine1 = *t.find_device("spine1");
-  connect(t, leaf0, spine0, Fabric::InfiniBand, 50_GBps);
-  connect(t, leaf0, spine1, Fabric::InfiniBand, 50_GBps);
-  connect(t, leaf1, spine0, Fabric::InfiniBand, 50_GBps);
-  connect(t, leaf1, spine1, Fabric::InfiniBand, 50_GBps);
+  wire(t, leaf0, spine0, Fabric::InfiniBand, 50_GBps);
+  wire(t, leaf0, spine1, Fabric::InfiniBand, 50_GBps);
+  wire(t, leaf1, spine0, Fabric::InfiniBand, 50_GBps);
+  wire(t, leaf1, spine1, Fabric::InfiniBand, 50_GBps);
   const TopologySummary s = summarize(t);
   CHECK(s.oversubscription == doctest::Approx(1.0));
-  CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(200.0));  // 4 NICs x 50 GB/s
+  CHECK(gbs(s.bisection_bandwidth) == doctest::Approx(200.0));  // 4 NICs x 50 GB/s
 }
 
 TEST_CASE("2-node cluster: per-GPU network bandwidth is the worst server's NICs / GPUs") {
@@ -212,13 +212,13 @@ TEST_CASE("2-node cluster: per-GPU network bandwidth is the worst server's NICs 
   CHECK(s.nodes == 2);
   CHECK(s.devices.at(DeviceKind::Nic) == 6);
   CHECK(s.links.at(Fabric::InfiniBand).count == 6);
-  CHECK(gbps(s.links.at(Fabric::InfiniBand).total_bandwidth) == doctest::Approx(6 * 50.0));
+  CHECK(gbs(s.links.at(Fabric::InfiniBand).total_bandwidth) == doctest::Approx(6 * 50.0));
   // Server 1: 2 x 400 Gbps = 100 GB/s for 8 GPUs (server 0 would give 200 / 8 = 25).
   // The PCIe links of the NICs are not network links.
-  CHECK(gbps(s.gpu_network_bandwidth) == doctest::Approx(12.5));
-  CHECK(gbps(s.gpu_port_bandwidth) == doctest::Approx(450.0 + 32.0));
+  CHECK(gbs(s.gpu_network_bandwidth) == doctest::Approx(12.5));
+  CHECK(gbs(s.gpu_port_bandwidth) == doctest::Approx(450.0 + 32.0));
   // Ranks 0-7 are server 0, 8-15 server 1: limited by server 1's two NICs.
-  CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(100.0));
+  CHECK(gbs(s.bisection_bandwidth) == doctest::Approx(100.0));
   CHECK(s.oversubscription == doctest::Approx(1.0));  // one switch, no uplinks
   CHECK(s.diameter_hops == 6);  // gpu - pcie - nic - switch - nic - pcie - gpu
   // NIC rails: server 0's GPUs split their traffic over its 4 NICs, server 1's over 2; every
@@ -233,13 +233,13 @@ TEST_CASE("single server: no network bandwidth") {
   Topology t("one-node");
   const DeviceId nvswitch = add(t, "n0.nvswitch", DeviceKind::NvSwitch, 0);
   for (int g = 0; g < 4; ++g) {
-    connect(t, add(t, "n0.gpu" + std::to_string(g), DeviceKind::Gpu, 0), nvswitch,
+    wire(t, add(t, "n0.gpu" + std::to_string(g), DeviceKind::Gpu, 0), nvswitch,
             Fabric::NvLink, 450_GBps);
   }
   const TopologySummary s = summarize(t);
   CHECK(s.nodes == 1);
   CHECK(s.gpu_network_bandwidth.bytes_per_second() == 0.0);
-  CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(900.0));
+  CHECK(gbs(s.bisection_bandwidth) == doctest::Approx(900.0));
   CHECK(s.diameter_hops == 2);
 }
 
@@ -253,12 +253,12 @@ TEST_CASE("GPUs do not forward: the diameter ignores routes through a GPU") {
   const DeviceId s0 = add(t, "s0", DeviceKind::Switch);
   const DeviceId s1 = add(t, "s1", DeviceKind::Switch);
   const DeviceId s2 = add(t, "s2", DeviceKind::Switch);
-  connect(t, a, b, Fabric::NvLink, 100_GBps);
-  connect(t, b, c, Fabric::NvLink, 100_GBps);
-  connect(t, a, s0, Fabric::Ethernet, 10_GBps);
-  connect(t, s0, s1, Fabric::Ethernet, 10_GBps);
-  connect(t, s1, s2, Fabric::Ethernet, 10_GBps);
-  connect(t, s2, c, Fabric::Ethernet, 10_GBps);
+  wire(t, a, b, Fabric::NvLink, 100_GBps);
+  wire(t, b, c, Fabric::NvLink, 100_GBps);
+  wire(t, a, s0, Fabric::Ethernet, 10_GBps);
+  wire(t, s0, s1, Fabric::Ethernet, 10_GBps);
+  wire(t, s1, s2, Fabric::Ethernet, 10_GBps);
+  wire(t, s2, c, Fabric::Ethernet, 10_GBps);
   const TopologySummary s = summarize(t);
   CHECK(s.diameter_hops == 4);
 
@@ -272,7 +272,7 @@ TEST_CASE("GPUs do not forward: the diameter ignores routes through a GPU") {
   }
   CHECK(longest == s.diameter_hops);
   // Rank 0 = a sends to b and c: a's own links, 100 + 10 GB/s.
-  CHECK(gbps(s.bisection_bandwidth) == doctest::Approx(110.0));
+  CHECK(gbs(s.bisection_bandwidth) == doctest::Approx(110.0));
 }
 
 TEST_CASE("diameter: a switch that does not reach every GPU gives no bound") {
@@ -287,20 +287,20 @@ TEST_CASE("diameter: a switch that does not reach every GPU gives no bound") {
   const DeviceId u = add(t, "u", DeviceKind::Gpu);
   DeviceId chain_a[3];
   for (int i = 0; i < 3; ++i) chain_a[i] = add(t, "s" + std::to_string(i), DeviceKind::Switch);
-  connect(t, chain_a[0], chain_a[1], Fabric::Ethernet, 10_GBps);
-  connect(t, chain_a[1], chain_a[2], Fabric::Ethernet, 10_GBps);
-  connect(t, a, chain_a[0], Fabric::Ethernet, 10_GBps);
-  connect(t, c, chain_a[2], Fabric::Ethernet, 10_GBps);
-  connect(t, mid, chain_a[1], Fabric::Ethernet, 10_GBps);
+  wire(t, chain_a[0], chain_a[1], Fabric::Ethernet, 10_GBps);
+  wire(t, chain_a[1], chain_a[2], Fabric::Ethernet, 10_GBps);
+  wire(t, a, chain_a[0], Fabric::Ethernet, 10_GBps);
+  wire(t, c, chain_a[2], Fabric::Ethernet, 10_GBps);
+  wire(t, mid, chain_a[1], Fabric::Ethernet, 10_GBps);
   DeviceId previous = mid;
   for (int i = 0; i < 5; ++i) {
     const DeviceId b = add(t, "b" + std::to_string(i), DeviceKind::Switch);
-    connect(t, previous, b, Fabric::Ethernet, 10_GBps);
+    wire(t, previous, b, Fabric::Ethernet, 10_GBps);
     previous = b;
   }
-  connect(t, previous, u, Fabric::Ethernet, 10_GBps);
-  connect(t, u, a, Fabric::NvLink, 100_GBps);
-  connect(t, u, c, Fabric::NvLink, 100_GBps);
+  wire(t, previous, u, Fabric::Ethernet, 10_GBps);
+  wire(t, u, a, Fabric::NvLink, 100_GBps);
+  wire(t, u, c, Fabric::NvLink, 100_GBps);
   CHECK(summarize(t).diameter_hops == 6);
   CHECK(router_diameter(t) == 6);
 }
@@ -349,7 +349,7 @@ TEST_CASE("GPU <-> NIC without P2P: each uplink counted once, and said") {
   // half on one uplink: PCIe links 8 GPU + 8 NIC + 8 uplinks, not 32.
   CHECK(off.shared_uplinks == 16);
   CHECK(off.links.at(Fabric::Pcie).count == 2 * 24);
-  CHECK(gbps(off.links.at(Fabric::Pcie).total_bandwidth) == doctest::Approx(2 * 24 * 64.0));
+  CHECK(gbs(off.links.at(Fabric::Pcie).total_bandwidth) == doctest::Approx(2 * 24 * 64.0));
   CHECK(off.devices.at(DeviceKind::PcieSwitch) == 2 * 16);
   CHECK(format_summary(off).find("GPU <-> NIC             through the CPU, no peer to peer: 16 "
                                  "PCIe switch uplinks") != std::string::npos);
@@ -375,9 +375,9 @@ TEST_CASE("format_summary gives a memory link's DRAM peak: twice its line rate e
   Topology t("staged");
   const DeviceId cpu = add(t, "cpu0", DeviceKind::Cpu, 0);
   const DeviceId ports = add(t, "rootports0", DeviceKind::PcieSwitch, 0);
-  connect(t, ports, cpu, Fabric::Memory, 150_GBps);
+  wire(t, ports, cpu, Fabric::Memory, 150_GBps);
   for (int g = 0; g < 2; ++g)
-    connect(t, add(t, "gpu" + std::to_string(g), DeviceKind::Gpu, 0), ports, Fabric::Pcie,
+    wire(t, add(t, "gpu" + std::to_string(g), DeviceKind::Gpu, 0), ports, Fabric::Pcie,
             64_GBps);
   const std::string text = format_summary(summarize(t));
   CHECK(text.find(format_rate(150_GBps) + " total line rate each way (DRAM peak " +
@@ -394,9 +394,9 @@ TEST_CASE("summary of NVLink meshes: peers per GPU and the share rings along NVL
     std::vector<DeviceId> g;
     for (int i = 0; i < 4; ++i) {
       g.push_back(add(t, "gpu" + std::to_string(i), DeviceKind::Gpu, 0));
-      connect(t, g.back(), cpu, Fabric::Pcie, 32_GBps);
+      wire(t, g.back(), cpu, Fabric::Pcie, 32_GBps);
     }
-    for (int i = 0; i < (closed ? 4 : 3); ++i) connect(t, g[i], g[(i + 1) % 4], Fabric::NvLink, 50_GBps);
+    for (int i = 0; i < (closed ? 4 : 3); ++i) wire(t, g[i], g[(i + 1) % 4], Fabric::NvLink, 50_GBps);
     return t;
   };
   const TopologySummary s = summarize(square(true));
@@ -437,7 +437,7 @@ TEST_CASE("dot output escapes quotes in names") {
   Topology t("say \"hi\"");
   const DeviceId g0 = add(t, "g\"0", DeviceKind::Gpu);
   const DeviceId g1 = add(t, "g1", DeviceKind::Gpu);
-  connect(t, g0, g1, Fabric::NvLink, 100_GBps, Duplex::Half);
+  wire(t, g0, g1, Fabric::NvLink, 100_GBps, Duplex::Half);
   const std::string dot = to_dot(t);
   CHECK(dot.find("graph \"say \\\"hi\\\"\" {") != std::string::npos);
   CHECK(dot.find("\"g\\\"0\" -- \"g1\"") != std::string::npos);

@@ -49,7 +49,7 @@ LinkId connect(Topology& t, DeviceId a, DeviceId b, BytesPerSecond rate = 25_GBp
   return t.add_link(link);
 }
 
-DeviceId id_of(const Topology& t, const std::string& name) {
+DeviceId dev_of(const Topology& t, const std::string& name) {
   const auto id = t.find_device(name);
   REQUIRE_MESSAGE(id.has_value(), "no device named " << name);
   return *id;
@@ -193,7 +193,7 @@ TEST_CASE("validate rejects a topology without GPUs, at the topology's origin") 
 
 TEST_CASE("validate rejects a self loop, pointing at the link's declaration") {
   Topology t = star(2);
-  const DeviceId sw = id_of(t, "sw");
+  const DeviceId sw = dev_of(t, "sw");
   connect(t, sw, sw, 25_GBps, Fabric::InfiniBand, 1.0, SourceMark{"topo.yaml", 12, 5});
   try {
     t.validate();
@@ -212,7 +212,7 @@ TEST_CASE("validate rejects zero, negative and non-finite bandwidth") {
                            std::numeric_limits<double>::infinity()}) {
     CAPTURE(bps);
     Topology t = star(2);
-    connect(t, id_of(t, "gpu0"), id_of(t, "gpu1"), BytesPerSecond(bps), Fabric::NvLink, 1.0,
+    connect(t, dev_of(t, "gpu0"), dev_of(t, "gpu1"), BytesPerSecond(bps), Fabric::NvLink, 1.0,
             SourceMark{"t.yaml", 7, 3});
     try {
       t.validate();
@@ -228,13 +228,13 @@ TEST_CASE("validate rejects zero, negative and non-finite bandwidth") {
 TEST_CASE("validate accepts efficiency 1 and rejects 0, negative and above 1") {
   {
     Topology t = star(2);
-    connect(t, id_of(t, "gpu0"), id_of(t, "gpu1"), 25_GBps, Fabric::NvLink, 1.0);
+    connect(t, dev_of(t, "gpu0"), dev_of(t, "gpu1"), 25_GBps, Fabric::NvLink, 1.0);
     CHECK_NOTHROW(t.validate());
   }
   for (const double e : {0.0, -0.5, 1.0000001, 1.5}) {
     CAPTURE(e);
     Topology t = star(2);
-    connect(t, id_of(t, "gpu0"), id_of(t, "gpu1"), 25_GBps, Fabric::NvLink, e);
+    connect(t, dev_of(t, "gpu0"), dev_of(t, "gpu1"), 25_GBps, Fabric::NvLink, e);
     CHECK_THROWS_AS(t.validate(), ConfigError);
   }
 }
@@ -243,8 +243,8 @@ TEST_CASE("validate rejects negative link and device latencies") {
   {
     Topology t = star(2);
     Link l;
-    l.a = id_of(t, "gpu0");
-    l.b = id_of(t, "gpu1");
+    l.a = dev_of(t, "gpu0");
+    l.b = dev_of(t, "gpu1");
     l.bandwidth = 25_GBps;
     l.latency = Seconds(-1e-6);
     t.add_link(l);
@@ -363,8 +363,8 @@ TEST_CASE("validate: reachability is not transitive (a - X - b - Y - c is reject
 TEST_CASE("route on a star: two hops through the switch") {
   const Topology t = star(8);
   const Router router(t);
-  const DeviceId g0 = id_of(t, "gpu0");
-  const DeviceId g5 = id_of(t, "gpu5");
+  const DeviceId g0 = dev_of(t, "gpu0");
+  const DeviceId g5 = dev_of(t, "gpu5");
   const Route r = router.route(g0, g5);
   check_well_formed(t, r, g0, g5);
   CHECK(names(t, r) == "gpu0 sw gpu5");
@@ -470,8 +470,8 @@ TEST_CASE("a path through a GPU that ties with a switch path is not an ECMP cand
 TEST_CASE("2 leaves x 4 spines: 4 equal-cost paths, one per spine") {
   const Topology t = leaf_spine(4);
   const Router router(t);
-  const DeviceId src = id_of(t, "gpu0");  // leaf0
-  const DeviceId dst = id_of(t, "gpu3");  // leaf1
+  const DeviceId src = dev_of(t, "gpu0");  // leaf0
+  const DeviceId dst = dev_of(t, "gpu3");  // leaf1
   CHECK(router.hops(src, dst) == 4);
   CHECK(router.equal_cost_count(src, dst) == 4);
   CHECK(router.equal_cost_count(dst, src) == 4);
@@ -493,15 +493,15 @@ TEST_CASE("2 leaves x 4 spines: 4 equal-cost paths, one per spine") {
   CHECK(router.equal_cost_routes(src, dst, 2).size() == 2);
   CHECK(router.equal_cost_routes(src, dst, 0).empty());
   // Same leaf: one 2-hop path, no detour through a spine.
-  CHECK(router.equal_cost_count(src, id_of(t, "gpu1")) == 1);
-  CHECK(names(t, router.route(src, id_of(t, "gpu1"))) == "gpu0 leaf0 gpu1");
+  CHECK(router.equal_cost_count(src, dev_of(t, "gpu1")) == 1);
+  CHECK(names(t, router.route(src, dev_of(t, "gpu1"))) == "gpu0 leaf0 gpu1");
 }
 
 TEST_CASE("ECMP hashing spreads 1000 flows over the 4 spines roughly evenly") {
   const Topology t = leaf_spine(4);
   const Router router(t);
-  const DeviceId src = id_of(t, "gpu0");
-  const DeviceId dst = id_of(t, "gpu2");
+  const DeviceId src = dev_of(t, "gpu0");
+  const DeviceId dst = dev_of(t, "gpu2");
   std::map<std::string, int> per_spine;
   constexpr int kFlows = 1000;
   for (std::uint64_t h = 0; h < kFlows; ++h) {
@@ -531,8 +531,8 @@ TEST_CASE("ECMP choice is deterministic: same hash, same route, in any Router") 
   const Topology t = leaf_spine(8, 4);
   const Router first(t);
   const Router second(t);
-  const DeviceId src = id_of(t, "gpu1");
-  const DeviceId dst = id_of(t, "gpu6");
+  const DeviceId src = dev_of(t, "gpu1");
+  const DeviceId dst = dev_of(t, "gpu6");
   CHECK(first.equal_cost_count(src, dst) == 8);
   std::set<std::vector<LinkId>> seen;
   for (std::uint64_t h : {0ULL, 1ULL, 42ULL, 0xdeadbeefULL, ~0ULL}) {
@@ -544,7 +544,7 @@ TEST_CASE("ECMP choice is deterministic: same hash, same route, in any Router") 
   }
   CHECK(seen.size() > 1);  // different hashes do pick different spines
   // Routing to another destination in between does not disturb the cached distances.
-  (void)first.route(src, id_of(t, "gpu2"), 7);
+  (void)first.route(src, dev_of(t, "gpu2"), 7);
   CHECK(first.route(src, dst, 42).links == second.route(src, dst, 42).links);
 }
 
@@ -553,7 +553,7 @@ TEST_CASE("routes and counts stay the same when many destinations are routed") {
   // after the others (in reverse order) must give the same answers as a fresh Router.
   const Topology t = leaf_spine(4, 100);
   const Router busy(t);
-  const DeviceId src = id_of(t, "gpu0");
+  const DeviceId src = dev_of(t, "gpu0");
   std::vector<Route> first;
   for (DeviceId dst : t.gpus()) first.push_back(busy.route(src, dst, dst * 31));
   for (std::size_t i = t.gpu_count(); i-- > 0;) {
@@ -572,17 +572,17 @@ TEST_CASE("k=4 fat tree: (k/2)^2 = 4 paths between pods, k/2 = 2 inside a pod") 
   REQUIRE(t.gpu_count() == 16);  // k^3/4 hosts
   CHECK_NOTHROW(t.validate());
   const Router router(t);
-  const DeviceId g0 = id_of(t, "gpu0");  // pod 0, edge 0
+  const DeviceId g0 = dev_of(t, "gpu0");  // pod 0, edge 0
   // Same edge: gpu - edge - gpu.
-  CHECK(router.hops(g0, id_of(t, "gpu1")) == 2);
-  CHECK(router.equal_cost_count(g0, id_of(t, "gpu1")) == 1);
+  CHECK(router.hops(g0, dev_of(t, "gpu1")) == 2);
+  CHECK(router.equal_cost_count(g0, dev_of(t, "gpu1")) == 1);
   // Same pod, other edge: gpu - edge - agg - edge - gpu, one path per aggregation switch.
-  CHECK(router.hops(g0, id_of(t, "gpu2")) == 4);
-  CHECK(router.equal_cost_count(g0, id_of(t, "gpu2")) == 2);
+  CHECK(router.hops(g0, dev_of(t, "gpu2")) == 4);
+  CHECK(router.equal_cost_count(g0, dev_of(t, "gpu2")) == 2);
   // Other pod: gpu - edge - agg - core - agg - edge - gpu.
   for (const char* far : {"gpu4", "gpu9", "gpu15"}) {
     CAPTURE(far);
-    const DeviceId dst = id_of(t, far);
+    const DeviceId dst = dev_of(t, far);
     CHECK(router.hops(g0, dst) == 6);
     CHECK(router.equal_cost_count(g0, dst) == 4);
     std::set<std::string> cores;
@@ -595,8 +595,8 @@ TEST_CASE("k=4 fat tree: (k/2)^2 = 4 paths between pods, k/2 = 2 inside a pod") 
   // k = 6: (k/2)^2 = 9 between pods (54 hosts, pod = 9 hosts).
   const Topology t6 = fat_tree(6);
   const Router r6(t6);
-  CHECK(r6.equal_cost_count(id_of(t6, "gpu0"), id_of(t6, "gpu53")) == 9);
-  CHECK(r6.equal_cost_count(id_of(t6, "gpu0"), id_of(t6, "gpu3")) == 3);
+  CHECK(r6.equal_cost_count(dev_of(t6, "gpu0"), dev_of(t6, "gpu53")) == 9);
+  CHECK(r6.equal_cost_count(dev_of(t6, "gpu0"), dev_of(t6, "gpu3")) == 3);
 }
 
 TEST_CASE("unreachable destination: route and hops throw, counts are zero") {
@@ -655,8 +655,8 @@ Topology pcie_switch_server(int gpus, bool p2p, bool second_cpu = false) {
 TEST_CASE("PCIe switch with P2P: GPU-to-GPU traffic turns inside the switch") {
   const Topology t = pcie_switch_server(4, true);
   const Router router(t);
-  const DeviceId g0 = id_of(t, "gpu0");
-  const DeviceId g1 = id_of(t, "gpu1");
+  const DeviceId g0 = dev_of(t, "gpu0");
+  const DeviceId g1 = dev_of(t, "gpu1");
   CHECK(names(t, router.route(g0, g1)) == "gpu0 sw gpu1");
   CHECK(router.hops(g0, g1) == 2);
 }
@@ -664,10 +664,10 @@ TEST_CASE("PCIe switch with P2P: GPU-to-GPU traffic turns inside the switch") {
 TEST_CASE("PCIe switch without P2P: GPU-to-GPU traffic goes up to the CPU and back") {
   const Topology t = pcie_switch_server(4, false);
   const Router router(t);
-  const DeviceId g0 = id_of(t, "gpu0");
-  const DeviceId g1 = id_of(t, "gpu1");
-  const DeviceId sw = id_of(t, "sw");
-  const DeviceId cpu = id_of(t, "cpu");
+  const DeviceId g0 = dev_of(t, "gpu0");
+  const DeviceId g1 = dev_of(t, "gpu1");
+  const DeviceId sw = dev_of(t, "sw");
+  const DeviceId cpu = dev_of(t, "cpu");
   for (std::uint64_t hash : {0ULL, 1ULL, 12345ULL}) {
     const Route r = router.route(g0, g1, hash);
     check_well_formed(t, r, g0, g1);
@@ -699,8 +699,8 @@ TEST_CASE("PCIe switch without P2P: GPU-to-GPU traffic goes up to the CPU and ba
 TEST_CASE("PCIe switch without P2P, two ways up: both are equal-cost candidates") {
   const Topology t = pcie_switch_server(2, false, true);
   const Router router(t);
-  const DeviceId g0 = id_of(t, "gpu0");
-  const DeviceId g1 = id_of(t, "gpu1");
+  const DeviceId g0 = dev_of(t, "gpu0");
+  const DeviceId g1 = dev_of(t, "gpu1");
   CHECK(router.hops(g0, g1) == 4);
   CHECK(router.equal_cost_count(g0, g1) == 2);
   std::set<std::string> seen;
@@ -717,10 +717,10 @@ TEST_CASE("PCIe switch without P2P is bypassed when the GPUs share a P2P path") 
   // gpu0 and gpu1 sit under the no-P2P switch and also on an NVSwitch: the NVSwitch wins.
   Topology t = pcie_switch_server(2, false);
   const DeviceId nv = add(t, "nvswitch", DeviceKind::NvSwitch);
-  connect(t, id_of(t, "gpu0"), nv, 450_GBps, Fabric::NvLink);
-  connect(t, id_of(t, "gpu1"), nv, 450_GBps, Fabric::NvLink);
+  connect(t, dev_of(t, "gpu0"), nv, 450_GBps, Fabric::NvLink);
+  connect(t, dev_of(t, "gpu1"), nv, 450_GBps, Fabric::NvLink);
   const Router router(t);
-  CHECK(names(t, router.route(id_of(t, "gpu0"), id_of(t, "gpu1"))) == "gpu0 nvswitch gpu1");
+  CHECK(names(t, router.route(dev_of(t, "gpu0"), dev_of(t, "gpu1"))) == "gpu0 nvswitch gpu1");
 }
 
 TEST_CASE("routes stay right when many destinations cycle through the distance cache") {
