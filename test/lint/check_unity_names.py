@@ -136,6 +136,8 @@ def targets(root):
     out = []
     for folder in CMAKE_FILES:
         path = os.path.join(root, folder, "CMakeLists.txt")
+        if folder and not os.path.exists(path):
+            continue
         with open(path, encoding="utf-8") as f:
             text = re.sub(r"#[^\n]*", "", f.read())
         for m in re.finditer(r"add_(?:library|executable)\((\w+)([^)]*)\)", text):
