@@ -257,7 +257,7 @@ SyncPlan plan_sync(std::span<const Bucket> buckets, const ModelSpec& model, cons
     plan.notes.push_back(fmt::format("{} does not shrink {}-byte gradients; sent as they are",
                                      to_string(c.method), bpg));
   if (c.method != CompressionMethod::None && !c.encode_rate && !c.decode_rate)
-    plan.notes.push_back("no encode_rate/decode_rate given: compression is taken as free");
+    plan.notes.emplace_back("no encode_rate/decode_rate given: compression is taken as free");
   return plan;
 }
 
