@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Unity-build safety: no two source files of one target define the same file-local name.
 
-A unity build (-DCMAKE_UNITY_BUILD=ON: README's build, the sanitizer build of .ci/test)
+A unity build (-DCMAKE_UNITY_BUILD=ON: README's build, both builds of .ci/test)
 compiles a target's files in batches, each batch one translation unit. Names a file means to
 keep to itself then meet its neighbours': two `namespace { int error_of(...) }` with the same
 signature stop the build, but with other signatures they become overloads and a call may
@@ -17,7 +17,9 @@ CMakeLists.txt files. Prints each shared name with its files and exits 1; exit 0
 
 Usage: python3 test/lint/check_unity_names.py PROJECT_DIR
 Python 3 standard library only; a heuristic C++ reader (comments, strings and brace depth),
-which is enough for this project's sources.
+which is enough for this project's sources. It takes ALL_CAPS heads for macro invocations
+(TEST_CASE, DOCTEST_...), so an ALL_CAPS constant or function is not checked (macros are,
+from their #define).
 """
 import collections
 import os
