@@ -9,7 +9,9 @@
 // stays on a shortest path, chosen by a hash of (flow, device) — what per-hop ECMP does.
 // Servers whose NICs lead on to each other (through a CPU) are left out of a search unless
 // the route starts or ends there, when no detour through one can be a shortest path
-// (router_transit.cpp).
+// (router_transit.cpp); a route into such a server from outside it then follows the searches
+// toward the server's border switches, shared by every server behind them, instead of a
+// search of its own (router_entries.cpp).
 //
 // PCIe switches without P2P (Device::p2p false). The only path they forbid is
 // [GPU, switch, GPU] (GPUs never forward, so a GPU before the switch is the source and a GPU
@@ -26,20 +28,12 @@
 #include <limits>
 #include <stdexcept>
 
-#include "gradsync/units/splitmix64.hpp"
 #include "gradsync/topology/topology.hpp"
 #include "route_costs.hpp"
 
 namespace gradsync {
 
 using namespace route_costs;
-
-namespace {
-
-// ECMP choices hash with splitmix64 (splitmix64.hpp).
-constexpr auto mix = splitmix64;
-
-}  // namespace
 
 Router::Router(const Topology& topology) : topology_(&topology) {
   link_costs_.reserve(topology.links().size());
@@ -226,6 +220,8 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
   // From another server, toward the switch dst hangs off (same hops: costs differ by a
   // constant there), then from that switch toward dst.
   const DeviceId proxy = proxy_for(src, dst);
+  if (proxy == dst && entries_toward(src, dst, entries_))
+    return entry_route(entries_, src, dst, flow_hash);
   Route r;
   r.devices.push_back(src);
   std::vector<std::pair<LinkId, DeviceId>> next;
@@ -242,7 +238,8 @@ Route Router::route(DeviceId src, DeviceId dst, std::uint64_t flow_hash) const {
       if (from_gpu_hop || !hops_from_proxy(cached, u, target, add))
         for_each_next_hop(*topology_, dist, cached.from_gpu, neighbours(u), u, target,
                           from_gpu_hop, add);
-      const auto pick = next.size() == 1 ? 0 : mix(flow_hash ^ mix(u)) % next.size();
+      if (next.empty()) throw std::logic_error("Router::route: dead end on a shortest path");
+      const std::size_t pick = ecmp_pick(flow_hash, u, next.size());
       r.links.push_back(next[pick].first);
       u = next[pick].second;
       r.devices.push_back(u);
@@ -310,6 +307,11 @@ std::vector<std::pair<LinkId, DeviceId>> Router::next_hops(DeviceId at, DeviceId
   if (at >= topology_->devices().size() || dst >= topology_->devices().size())
     throw std::out_of_range("Router: unknown device");
   if (const DeviceId proxy = proxy_for(at, dst); proxy != dst) return next_hops(at, proxy, from);
+  if (entries_toward(at, dst, entries_)) {
+    std::vector<std::pair<LinkId, DeviceId>> out;
+    entry_hops(entries_, at, dst, out);
+    return out;
+  }
   const auto& cached = distances(at, dst);
   const auto& dist = cached.dist;
   std::vector<std::pair<LinkId, DeviceId>> out;

@@ -12,6 +12,7 @@
 // longer anyway; where it is not (no spine, servers cabled to each other), nothing changes.
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <queue>
 
 #include "gradsync/topology/topology.hpp"
@@ -74,7 +75,7 @@ void Router::find_transit_servers() {
         for (const Neighbour& nb : neighbours(u)) {
           if (nb.gpu || node_of(nb.to) == static_cast<int>(x)) continue;
           if (node_of(nb.to) >= 0 || stub_exit_[nb.to] != nb.to) return;
-          borders.push_back(Border{u, nb.to, nb.cost});
+          borders.push_back(Border{u, nb.to, nb.cost, nb.link});
         }
       }
     }
@@ -138,6 +139,15 @@ void Router::find_transit_servers() {
   server_devices_ = std::move(devices);
   server_border_offset_ = std::move(border_offset);
   server_borders_ = std::move(borders);
+  server_index_.assign(n, std::numeric_limits<std::size_t>::max());
+  for (std::size_t k = 0; k < server_devices_.size(); ++k) server_index_[server_devices_[k]] = k;
+  // A GPU cabled outside its server (an NVLink domain across servers) is a way into the server
+  // that bypasses its border: routes toward such a server keep the full search.
+  server_sealed_.assign(static_cast<std::size_t>(servers), 1);
+  for (const DeviceId g : topology.gpus())
+    if (const int x = node_of(g); x >= 0)
+      for (const Neighbour& nb : neighbours(g))
+        if (node_of(nb.to) != x) server_sealed_[static_cast<std::size_t>(x)] = 0;
 }
 
 }  // namespace gradsync

@@ -389,6 +389,7 @@ class Router {
     DeviceId inside;
     DeviceId outside;
     std::uint64_t cost;
+    LinkId link;
   };
   std::vector<std::size_t> server_device_offset_;
   std::vector<DeviceId> server_devices_;
@@ -405,6 +406,33 @@ class Router {
   void for_each_transit(const CachedDistances& c, DeviceId u, Fn&& fn) const;
   // Settles every forwarding device of transit server `node` toward c.dst (see transit_node_).
   void settle_server(CachedDistances& c, int node) const;
+  // Toward a device of a left-out transit server B from outside B (router_entries.cpp): a
+  // shortest path enters B once, over one of its border links, and stays inside (a detour
+  // through a server is never shortest), so outside B the cost-to-dst is the minimum over B's
+  // border switches X of cost-to-X + entry(X). The searches toward X serve every device of
+  // every server behind X, instead of one search per destination.
+  struct Entries {
+    int node = -1;                                          // B
+    std::vector<std::pair<DeviceId, std::uint64_t>> via;    // (X, entry(X): border + inside)
+    std::vector<std::uint64_t> inside;  // cost-to-dst inside B, per device of B (server order)
+    std::vector<CachedDistances*> toward;  // per via: the distances toward X
+  };
+  // Fills `e` when the route from `src` to `dst` can take that form (false: the full search).
+  bool entries_toward(DeviceId src, DeviceId dst, Entries& e) const;
+  // dst's cost from `v` inside B (e.inside), or kUnreachable when v is not B's.
+  [[nodiscard]] std::uint64_t inside_cost(const Entries& e, DeviceId v, DeviceId dst) const;
+  // The next hops from `u` toward dst in link order, for a flow from outside B (GPUs are never
+  // among them but dst: B's are cabled inside it, and a GPU on the way in forwards nothing).
+  void entry_hops(const Entries& e, DeviceId u, DeviceId dst,
+                  std::vector<std::pair<LinkId, DeviceId>>& out) const;
+  // route() from src outside B, hop by hop with entry_hops.
+  [[nodiscard]] Route entry_route(const Entries& e, DeviceId src, DeviceId dst,
+                                  std::uint64_t flow_hash) const;
+  mutable Entries entries_;  // scratch for route() and next_hops()
+  // Per transit server: no GPU of it is cabled to a device outside it (entries_toward needs it).
+  std::vector<char> server_sealed_;
+  // Per device of a transit server: its index in server_devices_ (else SIZE_MAX).
+  std::vector<std::size_t> server_index_;
   // Every device's links in links_of() order with the neighbour, the cost and whether it is a
   // GPU (CSR: neighbours_[neighbour_offset_[u] .. neighbour_offset_[u + 1])): a route's walk
   // checks each link of a hop without reading Device or Link (a spine has thousands).

@@ -12,13 +12,16 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gradsync/topology/cluster_spec.hpp"
 #include "gradsync/topology/topology.hpp"
+#include "gradsync/units/splitmix64.hpp"
 #include "gradsync/units/units.hpp"
 #include "topology_fixtures.hpp"
 
@@ -44,18 +47,20 @@ struct Reference {
   std::size_t paths = 0;
 };
 
-Reference reference(const Topology& t, DeviceId src, DeviceId dst) {
+bool forwards(const Topology& t, DeviceId v) { return t.device(v).kind != DeviceKind::Gpu; }
+
+// Every device's shortest cost to dst, through non-GPU devices only (plain Dijkstra).
+std::vector<std::uint64_t> costs_to(const Topology& t, DeviceId dst) {
   const std::size_t n = t.devices().size();
   std::vector<std::uint64_t> dist(n, kNone);
   using Entry = std::pair<std::uint64_t, DeviceId>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   dist[dst] = 0;
   heap.emplace(0, dst);
-  const auto forwards = [&](DeviceId v) { return t.device(v).kind != DeviceKind::Gpu; };
   while (!heap.empty()) {
     const auto [d, u] = heap.top();
     heap.pop();
-    if (d != dist[u] || (u != dst && !forwards(u))) continue;  // a GPU is an end, not a hop
+    if (d != dist[u] || (u != dst && !forwards(t, u))) continue;  // a GPU is an end, not a hop
     for (LinkId id : t.links_of(u)) {
       const DeviceId v = t.link(id).other(u);
       const std::uint64_t nd = d + cost_of(t.link(id));
@@ -65,6 +70,12 @@ Reference reference(const Topology& t, DeviceId src, DeviceId dst) {
       }
     }
   }
+  return dist;
+}
+
+Reference reference(const Topology& t, DeviceId src, DeviceId dst) {
+  const std::size_t n = t.devices().size();
+  const std::vector<std::uint64_t> dist = costs_to(t, dst);
   Reference r;
   r.cost = dist[src];
   if (r.cost == kNone) return r;
@@ -75,7 +86,7 @@ Reference reference(const Topology& t, DeviceId src, DeviceId dst) {
     std::size_t total = 0;
     for (LinkId id : t.links_of(u)) {
       const DeviceId v = t.link(id).other(u);
-      if (v != dst && !forwards(v)) continue;
+      if (v != dst && !forwards(t, v)) continue;
       if (dist[v] != kNone && dist[v] + cost_of(t.link(id)) == dist[u]) total += self(self, v);
     }
     return memo[u] = total;
@@ -117,6 +128,65 @@ std::size_t check_against_reference(const Topology& t, std::size_t stride = 1) {
     }
   }
   return checked;
+}
+
+// The next hops from u toward dst on the plain Dijkstra's costs: in links_of(u) order, to a
+// forwarding device or dst, where the cost drops by the link's.
+std::vector<std::pair<LinkId, DeviceId>> reference_hops(const Topology& t,
+                                                        const std::vector<std::uint64_t>& dist,
+                                                        DeviceId u, DeviceId dst) {
+  std::vector<std::pair<LinkId, DeviceId>> out;
+  for (LinkId id : t.links_of(u)) {
+    const DeviceId v = t.link(id).other(u);
+    if (v != dst && !forwards(t, v)) continue;
+    if (dist[v] != kNone && dist[v] + cost_of(t.link(id)) == dist[u]) out.emplace_back(id, v);
+  }
+  return out;
+}
+
+// Every pair of `ends` on different servers (every `stride`-th destination): route() is the
+// walk over the plain Dijkstra's next hops with the documented pick (a hash of flow and
+// device, splitmix64), hop for hop, and next_hops() at each of its devices is that list.
+// Returns the routes checked.
+std::size_t check_hops_against_reference(const Topology& t, const std::vector<DeviceId>& ends,
+                                         std::size_t stride = 1) {
+  const Router router(t);
+  std::size_t checked = 0;
+  for (std::size_t j = 0; j < ends.size(); j += stride) {
+    const DeviceId dst = ends[j];
+    const std::vector<std::uint64_t> dist = costs_to(t, dst);
+    for (const DeviceId src : ends) {
+      if (t.device(src).node == t.device(dst).node || dist[src] == kNone) continue;
+      CAPTURE(t.device(src).name);
+      CAPTURE(t.device(dst).name);
+      for (std::uint64_t hash : {0ULL, 0x9e3779b97f4a7c15ULL, 12345ULL}) {
+        const Route r = router.route(src, dst, hash);
+        DeviceId u = src;
+        for (std::size_t i = 0; u != dst; ++i) {
+          const auto hops = reference_hops(t, dist, u, dst);
+          REQUIRE(!hops.empty());
+          REQUIRE(i < r.links.size());
+          const std::optional<DeviceId> from =
+              i == 1 ? std::optional<DeviceId>(src) : std::nullopt;
+          CHECK(router.next_hops(u, dst, from) == hops);
+          const std::size_t pick =
+              hops.size() == 1 ? 0 : splitmix64(hash ^ splitmix64(u)) % hops.size();
+          CHECK(r.links[i] == hops[pick].first);
+          u = hops[pick].second;
+        }
+        CHECK(r.devices.back() == dst);
+        ++checked;
+      }
+    }
+  }
+  return checked;
+}
+
+std::vector<DeviceId> devices_of_kind(const Topology& t, DeviceKind kind) {
+  std::vector<DeviceId> out;
+  for (DeviceId d = 0; d < t.devices().size(); ++d)
+    if (t.device(d).kind == kind) out.push_back(d);
+  return out;
 }
 
 ClusterSpec dgx_no_p2p(int nodes, NetworkShape shape) {
@@ -190,6 +260,24 @@ TEST_CASE("servers without P2P to their NICs: routes equal the full search on ev
   }
 }
 
+TEST_CASE("routes into servers without P2P take the full search's hops, GPU and NIC ends") {
+  // Toward a GPU or NIC of such a server the router walks through its border switches'
+  // searches (router_entries.cpp), shared by every server behind a switch; the hops, their
+  // order and the hashed pick must be the ones the full search gives.
+  for (const NetworkShape shape : {NetworkShape::SingleSwitch, NetworkShape::LeafSpine,
+                                   NetworkShape::RailOptimized, NetworkShape::FatTree}) {
+    CAPTURE(to_string(shape));
+    for (const bool p2p : {false, true}) {
+      CAPTURE(p2p);
+      ClusterSpec spec = dgx_no_p2p(5, shape);
+      spec.node.nic_p2p = p2p;
+      const Topology t = expand_cluster(spec);
+      CHECK(check_hops_against_reference(t, t.gpus(), 5) > 0);
+      CHECK(check_hops_against_reference(t, devices_of_kind(t, DeviceKind::Nic), 7) > 0);
+    }
+  }
+}
+
 TEST_CASE("PCIe servers with two NICs each: routes equal the full search") {
   ClusterSpec spec = dgx_no_p2p(4, NetworkShape::LeafSpine);
   spec.node.gpus = 4;
@@ -199,16 +287,24 @@ TEST_CASE("PCIe servers with two NICs each: routes equal the full search") {
   spec.node.socket_link = LinkGroupSpec{Fabric::Socket, 40_GBps, 1_us, std::nullopt, {}};
   spec.node.nics = 2;
   spec.node.nic_p2p = true;
-  CHECK(check_against_reference(expand_cluster(spec)) > 0);
+  const Topology t = expand_cluster(spec);
+  CHECK(check_against_reference(t) > 0);
+  CHECK(check_hops_against_reference(t, t.gpus()) > 0);
+  CHECK(check_hops_against_reference(t, devices_of_kind(t, DeviceKind::Nic)) > 0);
 }
 
 TEST_CASE("random servers on random switches: routes equal the full search") {
   std::size_t checked = 0;
+  std::size_t exact = 0;
   for (unsigned seed = 1; seed <= 500; ++seed) {
     CAPTURE(seed);
-    checked += check_against_reference(random_servers(seed));
+    const Topology t = random_servers(seed);
+    checked += check_against_reference(t);
+    exact += check_hops_against_reference(t, t.gpus());
+    exact += check_hops_against_reference(t, devices_of_kind(t, DeviceKind::Nic));
   }
   CHECK(checked > 1000);
+  CHECK(exact > 1000);
 }
 
 TEST_CASE("a server that is the only way between two switches still carries the traffic") {
@@ -238,4 +334,5 @@ TEST_CASE("a server that is the only way between two switches still carries the 
   for (DeviceId d : r.devices) names += (names.empty() ? "" : " ") + t.device(d).name;
   CHECK(names == "n0.gpu n0.cpu n0.nic sw0 n2.nic0 n2.cpu n2.nic1 sw1 n1.nic n1.cpu n1.gpu");
   CHECK(check_against_reference(t) == 6);
+  CHECK(check_hops_against_reference(t, t.gpus()) == 18);
 }
