@@ -18,6 +18,7 @@
 #include "gradsync/topology/nvlink_rings.hpp"
 #include "gradsync/collective/rank_placement.hpp"
 #include "gradsync/fabric/fabric_defaults.hpp"
+#include "gradsync/fabric/fabric_model.hpp"
 
 namespace gradsync {
 
@@ -195,6 +196,27 @@ NodeNics node_nics(const Topology& topo, int node) {
     n.bw = n.bw > 0.0 ? std::min(n.bw, bw) : bw;
   }
   return n;
+}
+
+// The NICs NCCL's search may use on `node` for these ranks: every NIC of the server when the
+// communicator holds all its GPUs; else the NICs its GPUs there reach first (rail_nics), as
+// search.cc takes the nets closest to each GPU. A communicator of one GPU per server then runs
+// at most 4 channels through that GPU's NIC, as NCCL 2.30.4 did on 4 x p5en
+// (NCCL_TESTS_SPLIT_MASK=0x7, test/data/nccl-tests/tuning), not 16 from the server's 8 NICs.
+NodeNics comm_nics(const Topology& topo, const std::vector<DeviceId>& rank_devices, int node) {
+  std::set<DeviceId> gpus;
+  for (DeviceId d : rank_devices)
+    if (topo.device(d).node == node) gpus.insert(d);
+  std::size_t server_gpus = 0;
+  for (DeviceId g : topo.gpus()) server_gpus += topo.device(g).node == node;
+  if (gpus.size() >= server_gpus) return node_nics(topo, node);
+  std::set<DeviceId> nics;
+  for (DeviceId g : gpus)
+    for (const RailNic& r : rail_nics(topo, g)) nics.insert(r.nic);
+  NodeNics all = node_nics(topo, node);
+  if (nics.empty() || all.count == 0) return all;
+  all.count = static_cast<std::uint32_t>(std::min<std::size_t>(nics.size(), all.count));
+  return all;
 }
 
 double traffic_per_byte(CollectiveOp op, std::uint32_t ranks) {
@@ -378,7 +400,7 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   } else {
     // Across nodes each channel leaves through a NIC: at speed s a NIC carries floor(bw / s)
     // channels, and every GPU carries each channel once over its links.
-    const NodeNics nics = node_nics(topology, topology.device(rank_devices.front()).node);
+    const NodeNics nics = comm_nics(topology, rank_devices, topology.device(rank_devices.front()).node);
     const double nic_bw = nics.count > 0 ? nics.bw : g.total;
     const std::uint32_t nic_count = std::max<std::uint32_t>(nics.count, 1);
     v.ring = search(v.gpu, true, g.total, std::min(nic_bw, g.max_path),

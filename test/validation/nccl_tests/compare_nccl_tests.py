@@ -164,13 +164,12 @@ SYSTEMS = [
          overrides={"nodes": 12, "network.sharp": "true"}, algo="collnetchain", heldout=True),
     # Held out (bands A-C): 4 x p5en.48xlarge, H200 on EFA v3, NCCL 2.30.4 with aws-ofi-nccl
     # (github.com/dailiuyao/ncclgauge-works). Each size is the run's 16-channel row of the
-    # algorithm and protocol NCCL's own TUNING lines show it picking there
-    # (test/data/nccl-tests/tuning/ncclgauge-p5en-4x8.csv, which tuner_choices.py checks
-    # gradsync's choices against); NCCL never picked NVLS in that run, hence [ring, tree]. The
-    # topology's link latency was set from the 1 KiB row (latency band), its efficiency is EFA
-    # v1's: nothing in bands A-C was fitted.
-    dict(prefix="GH-ncclgauge-p5en-4x8-", topology="aws-p5en-4node-efa.yaml",
-         overrides={"nccl.algorithms": "[ring, tree]"}, heldout=True),
+    # algorithm and protocol its TUNING lines show running there
+    # (test/data/nccl-tests/tuning/ncclgauge-p5en-4x8.csv): aws-ofi-nccl's tuner regions for
+    # p5en, which the topology's nccl.tuner rules restate (tuner_choices.py checks them and
+    # NCCL's channels against that log). The topology's link latency was set from the 1 KiB row
+    # (latency band), its efficiency is EFA v1's: nothing in bands A-C was fitted.
+    dict(prefix="GH-ncclgauge-p5en-4x8-", topology="aws-p5en-4node-efa.yaml", heldout=True),
     # Plateau rows ("large-message plateau", reached from 32-128 MiB): simulated at 1 GiB.
     dict(prefix="GH-nccl209-GCP32GbE-2n1g", topology="gcp-v100-1gpu-2node-32gbps.yaml",
          peak_bytes=GiB),

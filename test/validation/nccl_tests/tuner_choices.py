@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""V2, NCCL's choices: what `bench --algo auto` runs per size against what NCCL ran.
+"""V2, what runs per size: `bench --algo auto` against a real job's NCCL_DEBUG TUNING lines.
 
-A real job's NCCL_DEBUG=INFO TUNING lines say, for every collective, the algorithm, the protocol
-and the channels NCCL picked. test/data/nccl-tests/tuning/*.csv hold such tables (one row per
-message size: NCCL's own choice, and the channels it runs when NCCL_ALGO/NCCL_PROTO force each
-algorithm and protocol). For each, gradsync's restatement of NCCL's tuner (sim/fabric/
-nccl_tuner.cpp) must pick the same at every size, save the differences listed in KNOWN with
-their reason. Nothing in the tuner was set from these tables: they come from a machine
-(4 x p5en, H200 on EFA v3, NCCL 2.30.4) none of whose rows was used to build it.
+A job's NCCL_DEBUG=INFO TUNING lines say, for every collective, the algorithm, the protocol and
+the channels it ran. test/data/nccl-tests/tuning/*.csv hold such tables, one row per message
+size: what ran unforced, and the channels NCCL ran when NCCL_ALGO / NCCL_PROTO forced each
+algorithm and protocol. Per table and communicator layout, gradsync must run the same at every
+size, save the differences listed in `known` with their reason:
+- the channels come from gradsync's restatement of NCCL (its graph search and enqueue.cc's
+  trimming by size, sim/fabric/nccl_tuner.cpp), set from no row of these tables;
+- the algorithm and protocol, where a tuner plugin chose them (aws-ofi-nccl's regions on
+  p5en), come from the topology's `nccl.tuner` rules, which restate the plugin's source: the
+  check is that the restatement matches what ran.
 
     GRADSYNC=build/gradsync python3 test/validation/nccl_tests/tuner_choices.py
 """
@@ -21,66 +24,85 @@ import gradsync_command as cli  # noqa: E402
 ROOT = cli.SOURCE_DIR
 TUNING = os.path.join(ROOT, "test", "data", "nccl-tests", "tuning")
 
-# Per table: the topology that models its machine, the overrides that state its run, and the
-# communicator layout checked (NCCL_TESTS_SPLIT_MASK 0x0: one communicator of every GPU).
+# Per table and layout (NCCL_TESTS_SPLIT_MASK): the topology of its machine, the bench
+# arguments that give the communicator, and whether the unforced choice is checked.
 TABLES = [
+    # One communicator of all 32 GPUs: aws-ofi-nccl's p5en regions (the topology's rules).
     dict(file="ncclgauge-p5en-4x8.csv", topology="aws-p5en-4node-efa.yaml", mask="0x0",
-         # The run never picked NVLS or NVLSTree at any size (NCCL_NVLS_ENABLE=0's choices).
-         sets=["nccl.algorithms=[ring, tree]"],
-         known={("auto", 268435456): "Ring/LL128 against gradsync's Ring/Simple: the size where "
-                                     "NCCL moves from LL128 to Simple (one size later in the "
-                                     "run, 512 MiB); the run's Ring/LL128 time there (1837 us) "
-                                     "is within 1 % of gradsync's Ring/Simple (1825 us, V2 row "
-                                     "GH-ncclgauge-p5en-4x8-268435456)"}),
+         args=[], unforced=True, known={}),
+    # Eight communicators of 4 ranks, one GPU per server: NCCL's channels through that GPU's
+    # NIC (4 at most). The unforced choice is not checked: the topology's rules are the
+    # plugin's for 8 ranks per node, and its regions for one rank per node (Tree/LL128 to
+    # 1 MiB at 4 ranks) differ from this run at 512 KiB (Tree/Simple), so the run's plugin was
+    # not the source's version.
+    dict(file="ncclgauge-p5en-4x8.csv", topology="aws-p5en-4node-efa.yaml", mask="0x7",
+         args=["--gpus", "4", "--placement", "strided"], unforced=False, known={}),
 ]
 FORCED = [(a, p) for a in ("Ring", "Tree") for p in ("LL", "LL128", "Simple")]
 
 
-def choices(topology, sets, *args):
-    """Per size: (algorithm/protocol, channels) of `bench ... --json`, 1 KiB to 1 GiB."""
-    argv = [a for s in sets for a in ("--set", s)]
-    rows = cli.bench_rows(topology, *argv, "--min", "1KiB", "--max", "1GiB", *args)
+def choices(rows):
+    """Per size: (algorithm/protocol, channels) of `bench ... --json` rows."""
     return {int(r["bytes"]): (f"{r['algorithm']}/{r['protocol']}".lower(), r["channels"])
             for r in rows}
+
+
+def without_tuner(text):
+    """The topology without its nccl.tuner rules: NCCL_ALGO / NCCL_PROTO override a plugin."""
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("  tuner:"):
+            skipping = True
+            continue
+        if skipping and line.startswith("    "):
+            continue
+        skipping = False
+        out.append(line)
+    return "".join(out)
+
+
+def check_table(table, checks):
+    topology = os.path.join(ROOT, "topologies", table["topology"])
+    with open(os.path.join(TUNING, table["file"]), newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["mask"] == table["mask"]]
+    name = f"{table['file']} mask {table['mask']}"
+    checks.require(len(rows) > 0, f"{name}: rows")
+    sizes = ["--min", "1KiB", "--max", "1GiB"]
+    auto = choices(cli.bench_rows(topology, *table["args"], "--algo", "auto", *sizes))
+    untuned = without_tuner(cli.read_text(topology))
+    forced = {(a, p): choices(cli.bench_text(untuned, *table["args"], "--algo", a.lower(),
+                                             "--set", f"nccl.protocols=[{p.lower()}]", *sizes))
+              for a, p in FORCED}
+    agree = total = 0
+
+    def compare(key, want, got, what):
+        nonlocal agree, total
+        total += 1
+        agree += got == want
+        reason = table["known"].get(key)
+        if reason:
+            print(f"known {name} {what}: ran {want}, gradsync {got}: {reason}")
+            checks(got != want, f"{name} {what}: known difference now agrees; drop it from known")
+        else:
+            checks(got == want, f"{name} {what}: ran {want}, gradsync {got}")
+
+    for r in rows:
+        size = int(r["size_bytes"])
+        if table["unforced"]:
+            compare(("auto", size), (r["auto_algo_proto"].lower(), int(r["auto_nch"])),
+                    auto.get(size), f"{size} B unforced (algorithm/protocol, channels)")
+        for a, p in FORCED:
+            compare((f"{a}/{p}", size), int(r[f"nch_forced_{a}-{p}"]),
+                    forced[(a, p)].get(size, (None, None))[1],
+                    f"{size} B NCCL_ALGO={a} NCCL_PROTO={p} channels")
+    print(f"{name} ({table['topology']} {' '.join(table['args'])}): {agree} of {total} as the "
+          f"run's TUNING lines, {len(rows)} sizes")
 
 
 def main():
     checks = cli.Checks(quiet=True)
     for table in TABLES:
-        topology = os.path.join(ROOT, "topologies", table["topology"])
-        with open(os.path.join(TUNING, table["file"]), newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r["mask"] == table["mask"]]
-        checks.require(len(rows) > 0, f"{table['file']}: rows for mask {table['mask']}")
-        auto = choices(topology, table["sets"], "--algo", "auto")
-        forced = {(a, p): choices(topology, table["sets"] + [f"nccl.protocols=[{p.lower()}]"],
-                                  "--algo", a.lower())
-                  for a, p in FORCED}
-        agree = total = 0
-        for r in rows:
-            size = int(r["size_bytes"])
-            want = (r["auto_algo_proto"].lower(), int(r["auto_nch"]))
-            got = auto.get(size)
-            reason = table["known"].get(("auto", size))
-            total += 1
-            agree += got == want
-            if reason:
-                checks(got != want, f"{table['file']} {size} B: NCCL {want}, gradsync {got} "
-                                    f"(known: {reason}; passes again? drop it from KNOWN)")
-                print(f"known {table['file']} {size} B: NCCL {want}, gradsync {got}: {reason}")
-            else:
-                checks(got == want, f"{table['file']} {size} B: NCCL ran {want[0]} on {want[1]} "
-                                    f"channel(s), gradsync {got}")
-            for a, p in FORCED:
-                want_ch = int(r[f"nch_forced_{a}-{p}"])
-                got_ch = forced[(a, p)].get(size, (None, None))[1]
-                total += 1
-                agree += got_ch == want_ch
-                checks(got_ch == want_ch, f"{table['file']} {size} B NCCL_ALGO={a} "
-                                          f"NCCL_PROTO={p}: NCCL ran {want_ch} channel(s), "
-                                          f"gradsync {got_ch}")
-        print(f"{table['file']} ({table['topology']}, mask {table['mask']}): {agree} of {total} "
-              f"choices as NCCL's (algorithm/protocol/channels unforced, channels per forced "
-              f"algorithm and protocol), {len(rows)} sizes")
+        check_table(table, checks)
     return checks.exit_status()
 
 
