@@ -119,7 +119,9 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember(placement_kind_names()));
   cmd->add_option("--seed", opts->args.seed, "seed for --placement random");
   cmd->add_option("--channels", opts->args.channels,
-                  "ring channels (default: NICs per server across servers, else 1)")
+                  "rings the plan runs side by side, each on its own NIC (default: NICs per "
+                  "server across servers, else 1); not NCCL_MIN/MAX_NCHANNELS: under NCCL's "
+                  "model the ch column stays the channels NCCL runs")
       ->check(CLI::Range(1u, 64u));
   cmd->add_option("--pipeline", opts->args.pipeline, "chunks per step/tree (default automatic)")
       ->check(CLI::Range(0u, 1024u));
