@@ -400,7 +400,8 @@ NcclTopologyView nccl_topology_view(const Topology& topology,
   } else {
     // Across nodes each channel leaves through a NIC: at speed s a NIC carries floor(bw / s)
     // channels, and every GPU carries each channel once over its links.
-    const NodeNics nics = comm_nics(topology, rank_devices, topology.device(rank_devices.front()).node);
+    const NodeNics nics =
+        comm_nics(topology, rank_devices, topology.device(rank_devices.front()).node);
     const double nic_bw = nics.count > 0 ? nics.bw : g.total;
     const std::uint32_t nic_count = std::max<std::uint32_t>(nics.count, 1);
     v.ring = search(v.gpu, true, g.total, std::min(nic_bw, g.max_path),

@@ -17,9 +17,11 @@
 // + link is the current one. The hops are listed in link order and picked by the same hash as
 // route()'s, so a route is the one the full search gives.
 #include <algorithm>
-#include <limits>
+#include <functional>
 #include <queue>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "gradsync/topology/topology.hpp"
 #include "route_costs.hpp"
@@ -123,9 +125,10 @@ void Router::entry_hops(const Entries& e, DeviceId u, DeviceId dst,
   // The border switches attaining the minimum at u (usually one).
   std::size_t best[kMaxEntrySwitches];
   std::size_t nbest = 0;
-  for (std::size_t k = 0; k < e.via.size(); ++k)
-    if (const std::uint64_t d = e.toward[k]->dist[u]; d != kUnreachable && d + e.via[k].second == du)
-      best[nbest++] = k;
+  for (std::size_t k = 0; k < e.via.size(); ++k) {
+    const std::uint64_t d = e.toward[k]->dist[u];
+    if (d != kUnreachable && d + e.via[k].second == du) best[nbest++] = k;
+  }
   // u is the only switch attaining it: the hops are its border links into B (a rail switch's
   // few among its thousands of links), in link order.
   if (std::all_of(best, best + nbest, [&](std::size_t k) { return e.via[k].first == u; })) {

@@ -98,6 +98,10 @@ def scale_table(gradsync, source, tmp, quick):
          ["--algo", "auto", "--min", "16GiB", "--max", "16GiB"]),
         ("bench auto 1GiB, fat tree", "topologies/dgx-h100-32node-fat-tree-ib.yaml",
          ["--algo", "auto", "--min", "1GiB", "--max", "1GiB"]),
+        # No GPU-NIC P2P: no switch stands in for a GPU or NIC, routes into a server follow its
+        # border switches' searches (sim/topology/router_entries.cpp).
+        ("bench auto 1GiB, rail-opt, no P2P", "topologies/dgx-h100-4node-ib.yaml",
+         ["--set", "node.pcie.p2p=false", "--algo", "auto", "--min", "1GiB", "--max", "1GiB"]),
     ]
     print(f"{'case':<36} {'GPUs':>6} {'wall s':>8} {'RSS GB':>7} {'flows':>8} {'result':>16}")
     for label, path, extra in cases:
