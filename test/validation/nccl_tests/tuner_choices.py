@@ -18,6 +18,8 @@ import csv
 import os
 import sys
 
+import yaml
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pylib"))
 import gradsync_command as cli  # noqa: E402
 
@@ -49,16 +51,9 @@ def choices(rows):
 
 def without_tuner(text):
     """The topology without its nccl.tuner rules: NCCL_ALGO / NCCL_PROTO override a plugin."""
-    out, skipping = [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("  tuner:"):
-            skipping = True
-            continue
-        if skipping and line.startswith("    "):
-            continue
-        skipping = False
-        out.append(line)
-    return "".join(out)
+    doc = yaml.safe_load(text)
+    doc.get("nccl", {}).pop("tuner", None)
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 def check_table(table, checks):
@@ -95,7 +90,8 @@ def check_table(table, checks):
             compare((f"{a}/{p}", size), int(r[f"nch_forced_{a}-{p}"]),
                     forced[(a, p)].get(size, (None, None))[1],
                     f"{size} B NCCL_ALGO={a} NCCL_PROTO={p} channels")
-    print(f"{name} ({table['topology']} {' '.join(table['args'])}): {agree} of {total} as the "
+    setting = " ".join([table["topology"], *table["args"]])
+    print(f"{name} ({setting}): {agree} of {total} as the "
           f"run's TUNING lines, {len(rows)} sizes")
 
 
