@@ -166,6 +166,53 @@ PathSpread spread_one(const Topology& topology, const Router& router, DeviceId s
                       Routing routing, std::uint32_t qps, std::uint64_t flow_hash,
                       Route first);
 
+// The one link out of a NIC that leaves its server (its network port) and the device there,
+// or nullopt when it has none or several.
+std::optional<std::pair<LinkId, DeviceId>> network_port(const Topology& topology, DeviceId nic) {
+  std::optional<std::pair<LinkId, DeviceId>> port;
+  for (LinkId id : topology.links_of(nic)) {
+    const DeviceId v = topology.link(id).other(nic);
+    if (topology.device(v).node == topology.device(nic).node) continue;
+    if (port) return std::nullopt;
+    port = std::pair{id, v};
+  }
+  return port;
+}
+
+// Rail `a -> b` between two NICs, spread as spread_one() would. A packet for NIC b can only
+// arrive through b's own port, and one from a leaves through a's: the Router's shortest paths
+// between the NICs themselves may instead enter b's server through another of its NICs and
+// cross its PCIe to b (as many hops where that NIC's switch is on the way: a fat tree whose
+// edge switches hold NICs of two servers), which no NIC forwards. So the spreading runs between
+// the switches at the two ports, with the ports' links as its first and last hop. NICs cabled
+// to each other, or with several ports, keep the Router's route between them.
+PathSpread spread_rail_ports(const Topology& topology, const Router& router, DeviceId a,
+                             DeviceId b, Routing routing, std::uint32_t qps, std::uint64_t hash) {
+  const auto pa = network_port(topology, a);
+  const auto pb = network_port(topology, b);
+  if (!pa || !pb || pa->second == b)
+    return spread_one(topology, router, a, b, routing, qps, hash, router.route(a, b, hash));
+  const Route first_hop{{a, pa->second}, {pa->first}};
+  const Route last_hop{{pb->second, b}, {pb->first}};
+  PathSpread mid;
+  if (pa->second == pb->second) {
+    // One switch between them: nothing to spread; static QPs all take the one path.
+    const std::uint32_t n = routing == Routing::Static ? std::max<std::uint32_t>(qps, 1) : 1;
+    mid.qp_routes.assign(n, Route{{pa->second}, {}});
+  } else {
+    mid = spread_one(topology, router, pa->second, pb->second, routing, qps, hash,
+                     router.route(pa->second, pb->second, hash));
+  }
+  PathSpread out;
+  for (const Route& m : mid.qp_routes) out.qp_routes.push_back(joined(first_hop, m, last_hop));
+  if (routing == Routing::Adaptive) {
+    append_path_stages(first_hop, out.stages);
+    out.stages.insert(out.stages.end(), mid.stages.begin(), mid.stages.end());
+    append_path_stages(last_hop, out.stages);
+  }
+  return out;
+}
+
 // A connection across servers split over NIC rails (spread_paths()); empty when a rail would
 // pass through a server.
 PathSpread spread_rails(const Topology& topology, const Router& router,
@@ -179,14 +226,17 @@ PathSpread spread_rails(const Topology& topology, const Router& router,
     const RailNic& a = from[r % from.size()];
     const RailNic& b = to[r % to.size()];
     const std::uint64_t hash = r == 0 ? flow_hash : hop_mix(flow_hash ^ hop_mix(0x7261696cULL + r));
-    Route between = router.route(a.nic, b.nic, hash);
+    const PathSpread mid = spread_rail_ports(topology, router, a.nic, b.nic, routing, qps, hash);
     // The rail must stay in the network between its NICs; where it would pass through a
     // server (NIC k cabled only to NIC k, and rail r pairing NICs of different sockets), the
     // connection keeps the Router's one route instead.
-    for (std::size_t i = 1; i + 1 < between.devices.size(); ++i)
-      if (topology.device(between.devices[i]).node >= 0) return {};
-    const PathSpread mid =
-        spread_one(topology, router, a.nic, b.nic, routing, qps, hash, std::move(between));
+    for (const Route& m : mid.qp_routes)
+      for (std::size_t i = 1; i + 1 < m.devices.size(); ++i)
+        if (topology.device(m.devices[i]).node >= 0) return {};
+    for (const auto& stage : mid.stages)
+      for (const LinkShare& sh : stage)
+        for (const DeviceId end : {topology.link(sh.link).a, topology.link(sh.link).b})
+          if (end != a.nic && end != b.nic && topology.device(end).node >= 0) return {};
     const Route tail = reversed(b.path);
     for (const Route& m : mid.qp_routes) routes[r].push_back(joined(a.path, m, tail));
     if (routing == Routing::Adaptive) {

@@ -102,6 +102,10 @@ def scale_table(gradsync, source, tmp, quick):
         # border switches' searches (sim/topology/router_entries.cpp).
         ("bench auto 1GiB, rail-opt, no P2P", "topologies/dgx-h100-4node-ib.yaml",
          ["--set", "node.pcie.p2p=false", "--algo", "auto", "--min", "1GiB", "--max", "1GiB"]),
+        # The same on the fat tree: each GPU's rail runs between its NIC's and its peer NIC's
+        # edge switches (ecmp_paths.cpp, spread_rail_ports).
+        ("bench auto 1GiB, fat tree, no P2P", "topologies/dgx-h100-32node-fat-tree-ib.yaml",
+         ["--set", "node.pcie.p2p=false", "--algo", "auto", "--min", "1GiB", "--max", "1GiB"]),
     ]
     print(f"{'case':<36} {'GPUs':>6} {'wall s':>8} {'RSS GB':>7} {'flows':>8} {'result':>16}")
     for label, path, extra in cases:

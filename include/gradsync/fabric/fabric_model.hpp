@@ -58,8 +58,12 @@ struct PathSpread {
 // evenly over max(k_src, k_dst) rails, rail r leaving through the source's rail NIC r mod k_src
 // and arriving through the destination's r mod k_dst, each rail with its `qps` (static: one
 // sub-route per rail and QP in qp_routes; adaptive: the rails' hops merged stage by stage when
-// their lengths agree, else one static sub-route per rail). With one rail NIC on both sides the
-// route is the Router's, as before.
+// their lengths agree, else one static sub-route per rail). A rail leaves through its source
+// NIC's network port and arrives through its destination NIC's: it is spread between the
+// switches at those ports, never into the destination server through another of its NICs
+// (which shortest paths between the NICs may tie with where a switch holds NICs of both).
+// With one rail NIC on both sides the route is the Router's, except behind a PCIe switch
+// without GPU <-> NIC P2P, where the GPU's own NIC is its one rail.
 [[nodiscard]] PathSpread spread_paths(const Topology& topology, const Router& router,
                                       DeviceId src, DeviceId dst, Routing routing,
                                       std::uint32_t qps, std::uint64_t flow_hash);

@@ -250,6 +250,67 @@ TEST_CASE("several NICs per GPU: a connection across servers is split evenly ove
   CHECK(s1.qp_routes[0].links == r1.route(a, b, 77).links);
 }
 
+TEST_CASE("without GPU-NIC P2P a rail leaves and arrives through its own NICs' ports") {
+  // Four 8-GPU servers without GPU <-> NIC P2P on a fat tree of the smallest radix (k = 6:
+  // edge switches of 3 NICs, so one holds NICs of two servers). From such an edge switch,
+  // entering the destination server through its other NIC there and crossing its PCIe to the
+  // rail's NIC is as many hops as the network path: shortest paths between the two NICs take
+  // it, but no NIC forwards (a packet for NIC k arrives through NIC k's port). A rail that did
+  // fell back to the Router's GPU-to-GPU route, through another GPU's PCIe uplink, and a 1 GiB
+  // ring ran at half the single-switch rate.
+  ClusterSpec spec;
+  spec.name = "fat-tree-no-p2p";
+  spec.nodes = 4;
+  spec.node.gpus = 8;
+  spec.node.intra = LinkGroupSpec{Fabric::NvLink, BytesPerSecond(450e9), 300_ns, 1.0, {}};
+  spec.node.nics = 8;
+  spec.node.nic_bandwidth = BytesPerSecond(50e9);
+  spec.node.pcie = LinkGroupSpec{Fabric::Pcie, BytesPerSecond(64e9), 500_ns, 1.0, {}};
+  spec.node.nic_p2p = false;
+  NetworkSpec net;
+  net.fabric = Fabric::InfiniBand;
+  net.shape = NetworkShape::FatTree;
+  net.link_latency = 750_ns;
+  spec.network = net;
+  const Topology t = expand_cluster(spec);
+  const Router router(t);
+  int pairs = 0;
+  for (Routing routing : {Routing::Static, Routing::Adaptive})
+    for (int i = 0; i < 4; ++i)
+      for (int k = 0; k < 8; ++k) {
+        CAPTURE(to_string(routing));
+        CAPTURE(i);
+        CAPTURE(k);
+        const std::string a = "n" + std::to_string(i) + ".";
+        const std::string b = "n" + std::to_string((i + 1) % 4) + ".";
+        const DeviceId src = *t.find_device(a + "gpu" + std::to_string(k));
+        const DeviceId dst = *t.find_device(b + "gpu" + std::to_string(k));
+        const DeviceId out_nic = *t.find_device(a + "nic" + std::to_string(k));
+        const DeviceId in_nic = *t.find_device(b + "nic" + std::to_string(k));
+        const PathSpread s = spread_paths(t, router, src, dst, routing, 2, 1000 * i + k);
+        double out = 0.0, in = 0.0;
+        for (const LinkShare& l : s.link_shares) {
+          const DeviceId to = t.link(l.link).other(l.from);
+          const int from_node = t.device(l.from).node;
+          const int to_node = t.device(to).node;
+          // Only the two servers' devices, and across a border only through the rail's ports.
+          CHECK((from_node < 0 || from_node == t.device(src).node || from_node == t.device(dst).node));
+          if (from_node >= 0 && to_node < 0) {
+            CHECK(l.from == out_nic);
+            out += l.share;
+          }
+          if (from_node < 0 && to_node >= 0) {
+            CHECK(to == in_nic);
+            in += l.share;
+          }
+        }
+        CHECK(out == doctest::Approx(1.0));
+        CHECK(in == doctest::Approx(1.0));
+        ++pairs;
+      }
+  CHECK(pairs == 64);
+}
+
 TEST_CASE("routes from another server through the switch a GPU hangs off equal the full search") {
   // Every GPU reaches the network through its own NIC, a stub off its leaf: the Router walks
   // toward the leaf, then down to the GPU (Router::proxy_for). The walk must stay on the
