@@ -103,7 +103,8 @@ RoceOptions read_roce(const MapReader& parent, const std::string& key) {
 TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
   MapReader r(parent.node(key), parent.file(), parent.path(key),
               {"host_efficiency", "host_cap", "slow_start", "initial_window", "mss", "incast",
-               "rto_min", "switch_buffer", "send_window", "rtt_bias", "host_rtt"});
+               "rto_min", "switch_buffer", "send_window", "incast_flows", "rtt_bias",
+               "host_rtt"});
   TcpOptions o;
   if (r.has("host_cap")) o.host_cap = link_rate(r, "host_cap");
   if (const auto e = r.opt_number("host_efficiency")) {
@@ -133,6 +134,8 @@ TcpOptions read_tcp(const MapReader& parent, const std::string& key) {
   if (r.has("send_window")) {
     o.send_window = bounded_size(r, "send_window", false);
   }
+  o.incast_flows =
+      static_cast<int>(r.opt_integer("incast_flows", 2, 65536).value_or(o.incast_flows));
   o.rtt_bias = r.opt_boolean("rtt_bias").value_or(o.rtt_bias);
   if (r.has("host_rtt")) {
     o.host_rtt = bounded_time(r, "host_rtt", kMaxLatency, "at most 1s");

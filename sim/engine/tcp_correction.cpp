@@ -1,9 +1,9 @@
 // TCP incast at the start of flows (fabric_correction.hpp; the model is tcp_model.hpp): per
 // receiving port — a part's last ethernet link, leaving a switch and entered through another
 // link — the burst is the sum over the parts starting together of min(part bytes,
-// send_window). A port fed by two or more ingress ports whose burst exceeds switch_buffer +
-// rate x RTT (RTT = twice the longest route latency through it) overflows, and every part
-// through it pays rto_min once. On the platform: the host-port cap links and the RTT that
+// send_window). A port fed by two or more ingress ports and `incast_flows` parts or more, whose
+// burst exceeds switch_buffer + rate x RTT (RTT = twice the longest route latency through it),
+// overflows, and every part through it pays rto_min once. On the platform: the host-port cap links and the RTT that
 // weighs a route's share (TcpHostPorts, tcp_route_sharing_rtt).
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
@@ -33,6 +33,7 @@ class TcpIncastCorrection final : public FabricCorrection {
       double latency_s = 0.0;  // longest route latency through the port
       double capacity = 0.0;   // B/s
       std::size_t ingress = 0;
+      std::size_t flows = 0;
       bool converging = false;  // fed by two or more ingress ports
     };
     constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
@@ -51,6 +52,7 @@ class TcpIncastCorrection final : public FabricCorrection {
         b.converging = true;
       }
       b.bytes += tcp_burst_bytes(tcp_, Bytes(parts[k].bytes)).bytes();
+      ++b.flows;
       b.latency_s = std::max(b.latency_s, parts[k].route_latency_s);
       port_of_part[k] = hop->port;
     }
@@ -58,8 +60,9 @@ class TcpIncastCorrection final : public FabricCorrection {
       if (port_of_part[k] == kNone) continue;
       const PortBurst& b = ports.at(port_of_part[k]);
       const bool overflowing =
-          b.converging && tcp_burst_overflows(tcp_, Bytes(b.bytes), BytesPerSecond(b.capacity),
-                                              Seconds(2.0 * b.latency_s));
+          b.converging && b.flows >= static_cast<std::size_t>(tcp_.incast_flows) &&
+          tcp_burst_overflows(tcp_, Bytes(b.bytes), BytesPerSecond(b.capacity),
+                              Seconds(2.0 * b.latency_s));
       adjust[k].extra_latency_s =
           std::max(adjust[k].extra_latency_s, tcp_incast_latency(tcp_, overflowing).seconds());
     }

@@ -56,8 +56,8 @@ Seconds tcp_incast_round_time(const TcpOptions& tcp, int senders, Bytes block,
   const double n = std::max(senders, 1);
   const Bytes burst = tcp_burst_bytes(tcp, block) * n;
   const Seconds transfer = block * n / rate;
-  return transfer +
-         tcp_incast_latency(tcp, senders > 1 && tcp_burst_overflows(tcp, burst, rate, rtt));
+  return transfer + tcp_incast_latency(tcp, senders > 1 && senders >= tcp.incast_flows &&
+                                                tcp_burst_overflows(tcp, burst, rate, rtt));
 }
 
 }  // namespace gradsync

@@ -15,6 +15,7 @@ port receives one flow), so the closed form is
   - the threshold: 8 x 48 KiB = the 384 KiB buffer does not overflow, 8 x 49 KiB does;
   - the keys: incast: false removes the timeout; rto_min: 10ms charges 10 ms; a 4 MiB
     switch_buffer absorbs 8 x 256 KiB; a 32 KiB send_window keeps the burst at 256 KiB;
+    incast_flows: 9 spares the 8 flows, incast_flows: 8 does not;
   - a ring on the same star (every port receives one flow) pays nothing;
   - InfiniBand with the same shape pays nothing (and equals Ethernet with incast: false).
 
@@ -76,6 +77,12 @@ def main():
     got = ps(with_tcp(text, "switch_buffer: 4MiB"), size)
     ok &= check(near(got, bulk), "switch_buffer: 4MiB absorbs 8 x 256 KiB: %.5f s vs %.5f s"
                 % (got, bulk))
+    got = ps(with_tcp(text, "incast_flows: 9"), size)
+    ok &= check(near(got, bulk), "incast_flows: 9, 8 flows recover by fast retransmit: %.5f s vs "
+                "%.5f s" % (got, bulk))
+    got = ps(with_tcp(text, "incast_flows: 8"), size)
+    ok &= check(near(got, bulk + RTO_MIN), "incast_flows: 8, 8 flows time out: %.5f s vs %.5f s"
+                % (got, bulk + RTO_MIN))
     got = ps(with_tcp(text, "send_window: 32KiB"), size)
     ok &= check(near(got, bulk), "send_window: 32KiB, burst 256 KiB fits: %.5f s vs %.5f s"
                 % (got, bulk))

@@ -128,7 +128,9 @@ TEST_CASE("lossy RoCE: parts whose first burst overflows a switch port wait for 
 }
 
 TEST_CASE("TCP incast: bursts converging from several ingress ports pay rto_min once") {
-  const TcpOptions tcp;
+  // The overflow rule, from two flows on (incast_flows: 2); the default's 5 at the end.
+  TcpOptions tcp;
+  tcp.incast_flows = 2;
   auto incast = detail::make_tcp_incast_correction(tcp);
   // 10 GbE receiving port 4 (1.25 GB/s) leaving a switch, entered from ports 1 or 2; route
   // latency 5 us: the port holds 384 KiB + 1.25e9 x 10 us = 405 kB.
@@ -166,4 +168,21 @@ TEST_CASE("TCP incast: bursts converging from several ingress ports pay rto_min 
   std::vector<StartAdjustment> adjust(parts.size());
   none->on_start(parts, adjust);
   CHECK(adjust[0].extra_latency_s == 0.0);
+  // The default: fewer than 5 converging flows never time out (ns-3: 2-4 senders of 1-16 MiB
+  // into a 384 KiB port recover by fast retransmit), 5 and more from two ports or more do.
+  const TcpOptions defaults;
+  CHECK(defaults.incast_flows == 5);
+  auto fan_in = detail::make_tcp_incast_correction(defaults);
+  auto extra_default = [&](const std::vector<std::vector<PortHop>>& paths) {
+    const auto p = parts_on(paths, 1048576.0, 5e-6);
+    std::vector<StartAdjustment> a(p.size());
+    fan_in->on_start(p, a);
+    std::vector<double> out;
+    for (const StartAdjustment& x : a) out.push_back(x.extra_latency_s);
+    return out;
+  };
+  CHECK(extra_default({via_1, via_2}) == std::vector<double>{0.0, 0.0});
+  CHECK(extra_default({via_1, via_2, via_1, via_2}) == std::vector<double>(4, 0.0));
+  CHECK(extra_default({via_1, via_2, via_1, via_2, via_1}) == std::vector<double>(5, rto));
+  CHECK(extra_default({via_1, via_1, via_1, via_1, via_1}) == std::vector<double>(5, 0.0));
 }

@@ -53,6 +53,12 @@ TEST_CASE("tcp incast: small blocks that overflow the buffer pay RTO_min once pe
   off.incast = false;
   CHECK(tcp_incast_round_time(off, 64, Bytes(8192), c, rtt).seconds() ==
         doctest::Approx(64 * 8192 / 1.25e9));
+  // Fewer than incast_flows (5) senders recover by fast retransmit, whatever the burst: 4 x 4
+  // MiB overflows the port 40 times over and pays nothing (ns-3); 5 x 4 MiB pays.
+  CHECK(tcp_incast_round_time(tcp, 4, Bytes(4 << 20), c, rtt).seconds() ==
+        doctest::Approx(4.0 * (4 << 20) / 1.25e9));
+  CHECK(tcp_incast_round_time(tcp, 5, Bytes(4 << 20), c, rtt).seconds() ==
+        doctest::Approx(5.0 * (4 << 20) / 1.25e9 + 0.2));
 }
 
 TEST_CASE("tcp sharing rtt: 2 x route latency + host_rtt + a full switch buffer at the port") {

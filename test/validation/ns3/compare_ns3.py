@@ -12,8 +12,9 @@ test/data/tcp/. What is compared depends on the case:
          port; the case also asserts that this ns-3 round did hit a timeout (it is longer than
          gradsync's time with `incast: false` by at least RTO_min / 2). Later ns-3 rounds vary (windows cut by the
          first losses often fit the buffer): they are printed, with how many timed out.
-  best   no timeout in any round (ring on a 2:1 leaf-spine): the flow model's steady state is
-         compared with ns-3's fastest round.
+  best   no timeout in any round (ring on a 2:1 leaf-spine; 2 and 4 senders into one port,
+         fewer than incast_flows, however far they overflow it): the flow model's steady state
+         is compared with ns-3's fastest round.
   info   printed, not asserted: a case where the model is known to disagree with ns-3
          (sim/fabric/README.md, "Ethernet (TCP) model").
 
@@ -43,6 +44,12 @@ CASES = [
      "info", 3,
      ["--pattern=ps", "--workers=8", "--bytes=262144"],
      PS + ["--min", "256KiB", "--max", "256KiB"]),
+    ("incast 2-to-1, 4 MiB per worker (a tree's two children into their parent): no timeout",
+     "best", 3, ["--pattern=ps", "--workers=2", "--bytes=4194304"],
+     PS + ["--gpus", "3", "--min", "4MiB", "--max", "4MiB"]),
+    ("incast 4-to-1, 4 MiB per worker: 16 MiB into a 384 KiB port, still no timeout", "best", 3,
+     ["--pattern=ps", "--workers=4", "--bytes=4194304"],
+     PS + ["--gpus", "5", "--min", "4MiB", "--max", "4MiB"]),
     ("leaf-spine 2:1, ring AllReduce 32 MiB over 4 hosts, every edge across the spine", "best", 3,
      ["--pattern=ring", "--hosts-per-leaf=2", "--oversubscription=2", "--bytes=33554432"],
      ["test/data/tcp/ns3_leafspine_2to1.yaml", "--op", "allreduce", "--algo", "ring",
