@@ -3,8 +3,8 @@
 // link — the burst is the sum over the parts starting together of min(part bytes,
 // send_window). A port fed by two or more ingress ports and `incast_flows` parts or more, whose
 // burst exceeds switch_buffer + rate x RTT (RTT = twice the longest route latency through it),
-// overflows, and every part through it pays rto_min once. On the platform: the host-port cap links and the RTT that
-// weighs a route's share (TcpHostPorts, tcp_route_sharing_rtt).
+// overflows, and every part through it pays rto_min once. On the platform: the host-port cap
+// links and the RTT that weighs a route's share (TcpHostPorts, tcp_route_sharing_rtt).
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 

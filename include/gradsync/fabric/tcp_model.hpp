@@ -11,13 +11,15 @@
 //    the round trips the window needs to reach the path's bandwidth-delay product.
 // 3. Incast (on by default; `incast: false` turns it off). When `incast_flows` (5) or more flows
 //    that start at the same instant converge on one receiving port (the switch port toward the
-//    receiver, fed by at least two ingress links) and their synchronized first burst (each flow's block, up to one
-//    send window) exceeds the switch buffer plus the port's bandwidth-delay product, the port
-//    drops their tails, which only a retransmission timeout recovers: every flow of that burst
-//    pays `rto_min` once, whatever its size. Per round, completion = n·S/C + RTO_min
-//    (Vasudevan et al., SIGCOMM'09: small blocks collapse, large blocks pay a bounded add-on).
-//    The engine charges it with the flows' start latency (sim/engine/simulation.cpp); ns-3's
-//    cold rounds agree, its warm rounds mostly do not time out (sim/fabric/README.md).
+//    receiver, fed by at least two ingress links) and their synchronized first burst (each
+//    flow's block, up to one send window) exceeds the switch buffer plus the port's
+//    bandwidth-delay product, the port drops their tails, which only a retransmission timeout
+//    recovers: every flow of that burst pays `rto_min` once, whatever its size. Per round,
+//    completion = n·S/C + RTO_min (Vasudevan et al., SIGCOMM'09: small blocks collapse, large
+//    blocks pay a bounded add-on). Fewer flows recover by fast retransmit (ns-3: 2 to 4
+//    senders never time out). The engine charges it with the flows' start latency
+//    (sim/engine/simulation.cpp); ns-3's cold rounds agree, its warm rounds mostly do not time
+//    out (sim/fabric/README.md).
 // 4. RTT-biased sharing (off by default; `rtt_bias: true` turns it on). Loss-based TCP flows
 //    that share a bottleneck queue see the same loss rate p, so each gets a rate near
 //    MSS / (RTT sqrt(p)) (Mathis, Semke, Mahdavi, Ott, CCR 1997): shares in proportion to

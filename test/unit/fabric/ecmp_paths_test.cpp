@@ -294,7 +294,8 @@ TEST_CASE("without GPU-NIC P2P a rail leaves and arrives through its own NICs' p
           const int from_node = t.device(l.from).node;
           const int to_node = t.device(to).node;
           // Only the two servers' devices, and across a border only through the rail's ports.
-          CHECK((from_node < 0 || from_node == t.device(src).node || from_node == t.device(dst).node));
+          CHECK((from_node < 0 || from_node == t.device(src).node ||
+                 from_node == t.device(dst).node));
           if (from_node >= 0 && to_node < 0) {
             CHECK(l.from == out_nic);
             out += l.share;
